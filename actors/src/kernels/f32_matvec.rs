@@ -1,0 +1,1 @@
+//! f32 matvec: placeholder until the kernel lands.

@@ -1,0 +1,8 @@
+//! Compute kernels, one module each: a readable scalar reference beside the
+//! SIMD routes chosen at runtime through [`cpu`].
+
+pub mod cpu;
+pub mod error;
+pub mod f32_matvec;
+
+pub use error::KernelError;

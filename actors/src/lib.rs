@@ -1,0 +1,5 @@
+//! voxlane data plane: kernels (a scalar reference plus SIMD paths chosen at
+//! runtime) and model math. Plain structs and functions; the state machines
+//! that guard them live in `voxlane-machines`.
+
+pub mod kernels;

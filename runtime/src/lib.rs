@@ -1,0 +1,13 @@
+//! voxlane runtime: the generic layer under every actor and machine.
+//!
+//! - [`lane_pool`]: fork/join lanes with a strict thread budget (caller = lane 0).
+//! - [`actor_host`]: a machine behind a crossbeam mailbox, run-to-completion.
+//! - [`diagnostics`]: per-machine counters (events, rejections by reason, time in state).
+
+pub mod actor_host;
+pub mod diagnostics;
+pub mod lane_pool;
+
+pub use actor_host::{Actor, ActorHost, Address, HostError};
+pub use diagnostics::{Diagnostics, DiagnosticsSnapshot};
+pub use lane_pool::{Fork, LaneError, LanePool, PoolError, PoolOptions, SubPool};

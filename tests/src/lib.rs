@@ -1,0 +1,1 @@
+//! Shared helpers for voxlane's integration tests.
