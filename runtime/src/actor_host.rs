@@ -160,6 +160,9 @@ mod tests {
     fn send_after_drop_is_typed_error() {
         let (host, addr) = ActorHost::new(Summer(0));
         drop(host);
-        assert_eq!(addr.send(Msg::Add(1)).unwrap_err(), HostError::Closed("summer"));
+        assert_eq!(
+            addr.send(Msg::Add(1)).unwrap_err(),
+            HostError::Closed("summer")
+        );
     }
 }

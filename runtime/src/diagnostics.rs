@@ -53,7 +53,11 @@ impl DiagnosticsSnapshot {
     }
 }
 
-fn bump<V: Copy + std::ops::AddAssign>(list: &mut Vec<(&'static str, V)>, key: &'static str, by: V) {
+fn bump<V: Copy + std::ops::AddAssign>(
+    list: &mut Vec<(&'static str, V)>,
+    key: &'static str,
+    by: V,
+) {
     match list.iter_mut().find(|(k, _)| *k == key) {
         Some((_, v)) => *v += by,
         None => list.push((key, by)),

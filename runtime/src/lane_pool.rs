@@ -108,7 +108,8 @@ pub trait Fork: Sync {
             let end = (start + chunk).min(len);
             // SAFETY: chunk index `i` is claimed exactly once, so the ranges are
             // disjoint, in bounds, and `data` outlives the fork.
-            let piece = unsafe { std::slice::from_raw_parts_mut(base.get().add(start), end - start) };
+            let piece =
+                unsafe { std::slice::from_raw_parts_mut(base.get().add(start), end - start) };
             f(i, piece)
         })
     }
@@ -333,7 +334,10 @@ impl LanePool {
             n,
             next: AtomicUsize::new(0),
             helpers: AtomicUsize::new(0),
-            max_helpers: cap.saturating_sub(1).min(self.workers.len()).min(n.saturating_sub(1)),
+            max_helpers: cap
+                .saturating_sub(1)
+                .min(self.workers.len())
+                .min(n.saturating_sub(1)),
             panic: Mutex::new(None),
         };
         let ptr = JobPtr(&job as *const Job);
@@ -399,7 +403,11 @@ impl SubPool<'_> {
     }
 }
 
-fn sub_budget(pool: &LanePool, available: usize, requested: usize) -> Result<SubPool<'_>, PoolError> {
+fn sub_budget(
+    pool: &LanePool,
+    available: usize,
+    requested: usize,
+) -> Result<SubPool<'_>, PoolError> {
     if requested == 0 {
         return Err(PoolError::ZeroThreads);
     }
@@ -443,14 +451,21 @@ fn worker_loop(shared: &Shared) {
                 return;
             }
             // SAFETY: jobs on the board are alive (their forker waits for us).
-            let found = board.jobs.iter().copied().find(|p| unsafe { (*p.0).wants_help() });
+            let found = board
+                .jobs
+                .iter()
+                .copied()
+                .find(|p| unsafe { (*p.0).wants_help() });
             if let Some(p) = found {
                 // SAFETY: as above; we join under the lock, so the forker waits for us.
                 let job = unsafe { &*p.0 };
                 job.helpers.fetch_add(1, Ordering::Relaxed);
                 break job;
             }
-            board = shared.work_cv.wait(board).unwrap_or_else(|e| e.into_inner());
+            board = shared
+                .work_cv
+                .wait(board)
+                .unwrap_or_else(|e| e.into_inner());
         };
         drop(board);
         job.work();
@@ -528,7 +543,13 @@ mod tests {
             }
         );
         let sub = pool.sub(1).unwrap();
-        assert_eq!(sub.sub(2).unwrap_err(), PoolError::BudgetExceeded { requested: 2, available: 1 });
+        assert_eq!(
+            sub.sub(2).unwrap_err(),
+            PoolError::BudgetExceeded {
+                requested: 2,
+                available: 1
+            }
+        );
     }
 
     #[test]

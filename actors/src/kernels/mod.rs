@@ -4,5 +4,6 @@
 pub mod cpu;
 pub mod error;
 pub mod f32_matvec;
+pub mod sgemm;
 
 pub use error::KernelError;

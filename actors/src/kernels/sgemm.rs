@@ -1,0 +1,171 @@
+//! Single-threaded strided f32 GEMM tile, backed by the `gemm` crate.
+//!
+//! The crate is built without rayon and always called with
+//! `Parallelism::None`, so it can never start threads of its own: voxlane's
+//! lanes decide the parallel split (on output columns, in fixed chunks) and
+//! call this inside one lane.
+
+use super::error::{check_len, KernelError};
+
+/// A row-major or strided view of a matrix operand.
+#[derive(Debug, Clone, Copy)]
+pub struct MatRef<'a> {
+    /// Backing storage.
+    pub data: &'a [f32],
+    /// Element stride between rows.
+    pub row_stride: usize,
+    /// Element stride between columns.
+    pub col_stride: usize,
+}
+
+impl<'a> MatRef<'a> {
+    /// A dense row-major `rows × cols` view.
+    pub fn row_major(data: &'a [f32], cols: usize) -> Self {
+        Self {
+            data,
+            row_stride: cols,
+            col_stride: 1,
+        }
+    }
+
+    /// The transpose of a dense row-major `rows × cols` matrix, seen as `cols × rows`.
+    pub fn transposed(data: &'a [f32], cols: usize) -> Self {
+        Self {
+            data,
+            row_stride: 1,
+            col_stride: cols,
+        }
+    }
+
+    fn max_index(&self, rows: usize, cols: usize) -> usize {
+        if rows == 0 || cols == 0 {
+            0
+        } else {
+            (rows - 1) * self.row_stride + (cols - 1) * self.col_stride + 1
+        }
+    }
+}
+
+/// `C[m,n] (+)= A[m,k] · B[k,n]`; `accumulate` adds into `c`, else overwrites it.
+///
+/// `c` is dense row-major with row stride `ldc`.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    accumulate: bool,
+) -> Result<(), KernelError> {
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if ldc < n {
+        return Err(KernelError::Param {
+            what: "ldc",
+            detail: format!("row stride {ldc} < n {n}"),
+        });
+    }
+    if a.data.len() < a.max_index(m, k) {
+        check_len("sgemm A", a.max_index(m, k), a.data.len())?;
+    }
+    if b.data.len() < b.max_index(k, n) {
+        check_len("sgemm B", b.max_index(k, n), b.data.len())?;
+    }
+    if c.len() < (m - 1) * ldc + n {
+        check_len("sgemm C", (m - 1) * ldc + n, c.len())?;
+    }
+    if k == 0 {
+        if !accumulate {
+            for row in c.chunks_mut(ldc).take(m) {
+                row[..n].fill(0.0);
+            }
+        }
+        return Ok(());
+    }
+    // SAFETY: every index the call touches was bounds-checked above; strides
+    // fit in isize for any slice that exists.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            1,
+            ldc as isize,
+            accumulate,
+            a.data.as_ptr(),
+            a.col_stride as isize,
+            a.row_stride as isize,
+            b.data.as_ptr(),
+            b.col_stride as isize,
+            b.row_stride as isize,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+    Ok(())
+}
+
+/// Readable reference for [`sgemm`], used by tests.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_reference(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    accumulate: bool,
+) {
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0.0f64;
+            for p in 0..k {
+                acc += a.data[i * a.row_stride + p * a.col_stride] as f64
+                    * b.data[p * b.row_stride + j * b.col_stride] as f64;
+            }
+            let dst = &mut c[i * ldc + j];
+            *dst = if accumulate {
+                *dst + acc as f32
+            } else {
+                acc as f32
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn matches_reference(m in 1usize..20, n in 1usize..40, k in 1usize..70, acc in any::<bool>(), seed in any::<u64>()) {
+            let mut s = seed;
+            let mut rnd = || { s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); ((s >> 33) as f32 / (1u64 << 31) as f32) - 0.5 };
+            let a: Vec<f32> = (0..m * k).map(|_| rnd()).collect();
+            let b: Vec<f32> = (0..n * k).map(|_| rnd()).collect();
+            let c0: Vec<f32> = (0..m * n).map(|_| rnd()).collect();
+            let mut c = c0.clone();
+            let mut r = c0.clone();
+            // B given as W[n,k] row-major, used transposed.
+            sgemm(m, n, k, MatRef::row_major(&a, k), MatRef::transposed(&b, k), &mut c, n, acc).unwrap();
+            sgemm_reference(m, n, k, MatRef::row_major(&a, k), MatRef::transposed(&b, k), &mut r, n, acc);
+            for i in 0..m * n {
+                let bound: f32 = 1e-5 * (0..k).map(|p| (a[(i / n) * k + p] * b[(i % n) * k + p]).abs()).sum::<f32>() + 1e-6;
+                let slack = if acc { 1e-6 * c0[i].abs() } else { 0.0 };
+                prop_assert!((c[i] - r[i]).abs() <= bound + slack, "element {} differs: {} vs {}", i, c[i], r[i]);
+            }
+        }
+    }
+}
