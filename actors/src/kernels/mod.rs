@@ -2,6 +2,7 @@
 //! SIMD routes chosen at runtime through [`cpu`].
 
 pub mod cpu;
+pub mod elementwise;
 pub mod error;
 pub mod f32_matvec;
 pub mod sgemm;
