@@ -5,6 +5,7 @@ pub mod cpu;
 pub mod elementwise;
 pub mod error;
 pub mod f32_matvec;
+pub mod matmul;
 pub mod sgemm;
 
 pub use error::KernelError;

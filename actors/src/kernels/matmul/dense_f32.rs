@@ -1,0 +1,56 @@
+//! f32 weights: matvec rows from `f32_matvec` (exact 16-lane order), GEMM
+//! chunks straight into the `sgemm` tile with W seen transposed (no copy).
+
+use super::{add_bias, run_float, DisjointOut, CHUNK_N, SMALL_M};
+use crate::kernels::cpu::SimdLevel;
+use crate::kernels::error::KernelError;
+use crate::kernels::f32_matvec;
+use crate::kernels::sgemm::{sgemm, MatRef};
+use voxlane_runtime::Fork;
+
+type NoTile = fn(usize, usize, usize, usize, &mut [f32]);
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run(
+    level: SimdLevel,
+    a: &[f32],
+    m: usize,
+    k: usize,
+    n: usize,
+    w: &[f32],
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    lanes: &impl Fork,
+) -> Result<(), KernelError> {
+    if m <= SMALL_M {
+        let rows = |x: &[f32], n0: usize, y: &mut [f32]| {
+            let wr = &w[n0 * k..(n0 + y.len()) * k];
+            f32_matvec::rows(level, x, wr, k, None, y);
+        };
+        return run_float(a, m, k, n, bias, out, lanes, rows, None::<NoTile>);
+    }
+    let dst = DisjointOut::new(out);
+    lanes.for_each_chunk(n, CHUNK_N, |range| {
+        let nr = range.len();
+        let mut c = vec![0.0f32; m * nr];
+        let wr = &w[range.start * k..range.end * k];
+        // Shapes are consistent by construction, so sgemm cannot fail here.
+        let _ = sgemm(
+            m,
+            nr,
+            k,
+            MatRef::row_major(a, k),
+            MatRef::transposed(wr, k),
+            &mut c,
+            nr,
+            false,
+        );
+        for r in 0..m {
+            // SAFETY: this chunk alone writes columns `range` of every row.
+            let y = unsafe { dst.range_mut(r * n + range.start, nr) };
+            y.copy_from_slice(&c[r * nr..(r + 1) * nr]);
+            add_bias(y, bias.map(|b| &b[range.clone()]));
+        }
+    })?;
+    Ok(())
+}

@@ -1,0 +1,301 @@
+use super::reference;
+use super::*;
+use ::half::{bf16, f16};
+use proptest::prelude::*;
+use voxlane_runtime::LanePool;
+
+fn rnd_vec(seed: u64, len: usize) -> Vec<f32> {
+    let mut s = seed | 1;
+    (0..len)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn rnd_bytes(seed: u64, len: usize) -> Vec<u8> {
+    rnd_vec(seed, len)
+        .iter()
+        .map(|v| ((v + 1.0) * 127.9) as u8)
+        .collect()
+}
+
+/// A prepared weight and the f32 values it stands for.
+fn float_weights(format: WeightFormat, seed: u64, n: usize, k: usize) -> (Weights, Vec<f32>) {
+    let src = rnd_vec(seed, n * k);
+    match format {
+        WeightFormat::F32 => (Weights::f32(src.clone(), n, k).unwrap(), src),
+        WeightFormat::F16 => {
+            let h: Vec<f16> = src.iter().map(|&v| f16::from_f32(v)).collect();
+            let dense = h.iter().map(|v| v.to_f32()).collect();
+            (Weights::f16(&h, n, k).unwrap(), dense)
+        }
+        WeightFormat::Bf16 => {
+            let h: Vec<bf16> = src.iter().map(|&v| bf16::from_f32(v)).collect();
+            let dense = h.iter().map(|v| v.to_f32()).collect();
+            (Weights::bf16(&h, n, k).unwrap(), dense)
+        }
+        WeightFormat::Q8_0 => {
+            let bytes = quantize_q8_0(&src, k).unwrap();
+            let dense = reference::dequantize_q8_0(&bytes).unwrap();
+            (Weights::q8_0_from_ggml(&bytes, n, k).unwrap(), dense)
+        }
+        WeightFormat::Int8 => unreachable!("not a float format"),
+    }
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+const FLOATS: [WeightFormat; 4] = [
+    WeightFormat::F32,
+    WeightFormat::F16,
+    WeightFormat::Bf16,
+    WeightFormat::Q8_0,
+];
+
+fn check_float(format: WeightFormat, m: usize, n: usize, k: usize, with_bias: bool, seed: u64) {
+    let (w, dense) = float_weights(format, seed, n, k);
+    let a = rnd_vec(seed ^ 0x1234, m * k);
+    let b = rnd_vec(seed ^ 0x4321, n);
+    let bias = with_bias.then_some(&b[..]);
+    let want = reference::matmul_f32(&a, m, k, &dense, n, bias).unwrap();
+    let mag = reference::magnitudes(&a, m, k, &dense, n);
+    let pool = LanePool::new(1).unwrap();
+    let mut ws = MatmulWorkspace::default();
+    let mut first: Option<Vec<f32>> = None;
+    for level in cpu::available_levels() {
+        let mut got = vec![f32::NAN; m * n];
+        matmul_with(level, &a, m, k, &w, bias, &mut got, &mut ws, &pool).unwrap();
+        for i in 0..m * n {
+            assert!(
+                (got[i] - want[i]).abs() <= 1e-5 * mag[i] + 1e-6,
+                "{format:?} {level:?} m={m} n={n} k={k} [{i}]: {} vs {}",
+                got[i],
+                want[i]
+            );
+        }
+        // Decoding is exact and the order is fixed, so routes agree bit for bit.
+        match &first {
+            None => first = Some(got),
+            Some(f) => assert_eq!(bits(f), bits(&got), "{format:?} {level:?} m={m}"),
+        }
+    }
+}
+
+fn check_int8(m: usize, n: usize, k: usize, unsigned: bool, per_channel: bool, seed: u64) {
+    let raw = rnd_bytes(seed, n * k);
+    let signed: Vec<i8> = raw.iter().map(|&v| v as i8).collect();
+    let w = if unsigned {
+        IntWeights::U8(&raw)
+    } else {
+        IntWeights::I8(&signed)
+    };
+    let cnt = if per_channel { n } else { 1 };
+    let scales: Vec<f32> = rnd_vec(seed ^ 7, cnt)
+        .iter()
+        .map(|v| v.abs() * 0.01 + 1e-4)
+        .collect();
+    let zps: Vec<i32> = rnd_bytes(seed ^ 9, cnt)
+        .iter()
+        .map(|&z| if unsigned { z as i32 } else { z as i8 as i32 })
+        .collect();
+    let a: Vec<f32> = rnd_vec(seed ^ 3, m * k)
+        .iter()
+        .map(|v| v * 3.0 + 0.5)
+        .collect();
+    let b = rnd_vec(seed ^ 5, n);
+    let want = reference::matmul_int8(&a, m, k, w, n, &scales, &zps, Some(&b)).unwrap();
+    let prepared = Weights::int8(w, n, k, &scales, &zps).unwrap();
+    let pool = LanePool::new(1).unwrap();
+    let mut ws = MatmulWorkspace::new(m, k);
+    for level in cpu::available_levels() {
+        let mut got = vec![f32::NAN; m * n];
+        matmul_with(
+            level,
+            &a,
+            m,
+            k,
+            &prepared,
+            Some(&b),
+            &mut got,
+            &mut ws,
+            &pool,
+        )
+        .unwrap();
+        assert_eq!(
+            bits(&want),
+            bits(&got),
+            "int8 {level:?} m={m} n={n} k={k} u8={unsigned}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn float_formats_match_reference(m in 1usize..10, n in 1usize..90, k in 1usize..200,
+                                     bias in any::<bool>(), seed in any::<u64>()) {
+        for format in [WeightFormat::F32, WeightFormat::F16, WeightFormat::Bf16] {
+            check_float(format, m, n, k, bias, seed);
+        }
+    }
+
+    #[test]
+    fn q8_0_matches_reference(m in 1usize..10, n in 1usize..90, blocks in 1usize..9,
+                              bias in any::<bool>(), seed in any::<u64>()) {
+        check_float(WeightFormat::Q8_0, m, n, blocks * Q8_0_BLOCK, bias, seed);
+    }
+
+    #[test]
+    fn int8_is_exact(m in 1usize..10, n in 1usize..90, k in 1usize..200, unsigned in any::<bool>(),
+                     per_channel in any::<bool>(), seed in any::<u64>()) {
+        check_int8(m, n, k, unsigned, per_channel, seed);
+    }
+}
+
+#[test]
+fn edge_shapes() {
+    for (m, n, k) in [
+        (1, 1, 1),
+        (1, 1, 17),
+        (2, 3, 1),
+        (5, 65, 33),
+        (1, 129, 16),
+        (9, 64, 600),
+    ] {
+        for format in [WeightFormat::F32, WeightFormat::F16, WeightFormat::Bf16] {
+            check_float(format, m, n, k, true, 42);
+        }
+        check_int8(m, n, k, true, true, 42);
+        check_int8(m, n, k, false, false, 43);
+    }
+    check_float(WeightFormat::Q8_0, 7, 70, 32 * 20, true, 42);
+}
+
+#[test]
+fn identical_for_every_budget() {
+    let (n, k) = (300, 96);
+    for m in [1, 3, 9] {
+        let a = rnd_vec(m as u64, m * k);
+        let mut weights: Vec<Weights> = FLOATS
+            .iter()
+            .map(|&f| float_weights(f, 11, n, k).0)
+            .collect();
+        let raw = rnd_bytes(12, n * k);
+        weights.push(Weights::int8(IntWeights::U8(&raw), n, k, &[0.02], &[128]).unwrap());
+        for w in &weights {
+            let mut first: Option<Vec<f32>> = None;
+            for threads in 1..=4 {
+                let pool = LanePool::new(threads).unwrap();
+                let mut out = vec![0.0; m * n];
+                matmul(&a, m, k, w, None, &mut out, &pool).unwrap();
+                match &first {
+                    None => first = Some(out),
+                    Some(f) => {
+                        assert_eq!(bits(f), bits(&out), "{:?} m={m} t={threads}", w.format())
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn onnx_dynamic_quantize_linear_example() {
+    // The example from the ONNX operator documentation.
+    let x = [0.0, 2.0, -3.0, -2.5, 1.34, 0.5];
+    let mut q = [0u8; 6];
+    let p = quantize_activations(&x, &mut q).unwrap();
+    assert_eq!(p.zero_point, 153);
+    assert!((p.scale - 0.019_607_844).abs() < 1e-9);
+    assert_eq!(q, [153, 255, 0, 26, 221, 179]);
+}
+
+#[test]
+fn q8_0_quantizer_matches_ggml_rules() {
+    let mut row = vec![0.0f32; 32];
+    row[0] = 1.27;
+    row[1] = -0.635;
+    row[2] = 0.005;
+    let bytes = quantize_q8_0(&row, 32).unwrap();
+    assert_eq!(bytes.len(), Q8_0_BLOCK_BYTES);
+    let d = f16::from_le_bytes([bytes[0], bytes[1]]);
+    assert_eq!(d, f16::from_f32(0.01));
+    // roundf: 127, -63.5 -> -64 (away from zero), 0.5 -> 1.
+    assert_eq!(&bytes[2..5], &[127u8, (-64i8) as u8, 1]);
+}
+
+#[test]
+fn transpose_roundtrip() {
+    let src: Vec<u8> = (0..12).collect();
+    let t = transpose(&src, 3, 4).unwrap();
+    assert_eq!(t, [0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]);
+    assert_eq!(transpose(&t, 4, 3).unwrap(), src);
+}
+
+#[test]
+fn errors_are_reported() {
+    let pool = LanePool::new(1).unwrap();
+    let w = Weights::f32(vec![0.0; 6], 2, 3).unwrap();
+    let mut out = vec![0.0; 2];
+    assert!(matches!(
+        matmul(&[0.0; 4], 1, 4, &w, None, &mut out, &pool),
+        Err(KernelError::Param { what: "k", .. })
+    ));
+    assert!(matches!(
+        matmul(&[0.0; 3], 1, 3, &w, Some(&[0.0]), &mut out, &pool),
+        Err(KernelError::Shape { .. })
+    ));
+    assert!(Weights::q8_0_from_f32(&[0.0; 20], 1, 20).is_err());
+    assert!(Weights::f32(vec![], 0, 3).is_err());
+    assert!(Weights::int8(IntWeights::I8(&[0; 4]), 2, 2, &[1.0], &[200]).is_err());
+    assert!(Weights::int8(IntWeights::U8(&[0; 4]), 2, 2, &[1.0; 3], &[0]).is_err());
+}
+
+/// Rough single-thread throughput of the bench shapes; run with `--ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_matvec_4096() {
+    use std::time::Instant;
+    let (n, k) = (4096, 4096);
+    let src = rnd_vec(1, n * k);
+    let a = rnd_vec(2, k);
+    let h: Vec<bf16> = src.iter().map(|&v| bf16::from_f32(v)).collect();
+    let f: Vec<f16> = src.iter().map(|&v| f16::from_f32(v)).collect();
+    let raw = rnd_bytes(3, n * k);
+    let all = [
+        ("f32", Weights::f32(src.clone(), n, k).unwrap()),
+        ("f16", Weights::f16(&f, n, k).unwrap()),
+        ("bf16", Weights::bf16(&h, n, k).unwrap()),
+        ("q8_0", Weights::q8_0_from_f32(&src, n, k).unwrap()),
+        (
+            "int8",
+            Weights::int8(IntWeights::U8(&raw), n, k, &[0.01], &[128]).unwrap(),
+        ),
+    ];
+    let pool = LanePool::new(1).unwrap();
+    let mut out = vec![0.0; n];
+    for (name, w) in &all {
+        for level in cpu::available_levels() {
+            let mut ws = MatmulWorkspace::new(1, k);
+            let iters = 20;
+            matmul_with(level, &a, 1, k, w, None, &mut out, &mut ws, &pool).unwrap();
+            let t = Instant::now();
+            for _ in 0..iters {
+                matmul_with(level, &a, 1, k, w, None, &mut out, &mut ws, &pool).unwrap();
+            }
+            let s = t.elapsed().as_secs_f64() / iters as f64;
+            println!(
+                "{name:5} {level:?}: {:.3} ms, {:.1} GB/s of weights",
+                s * 1e3,
+                w.bytes() as f64 / s / 1e9
+            );
+        }
+    }
+}
