@@ -28,6 +28,11 @@ pub(crate) trait Vf32: Copy {
     /// # Safety
     /// `p` must be valid for `LANES` reads.
     unsafe fn load(p: *const f32) -> Self;
+    /// All lanes `*p` (a broadcast load, free of debug-build pointer checks).
+    ///
+    /// # Safety
+    /// `p` must be valid for one read.
+    unsafe fn broadcast(p: *const f32) -> Self;
     /// Store `LANES` values.
     ///
     /// # Safety
@@ -84,11 +89,15 @@ impl Vf32 for S1 {
     }
     #[inline(always)]
     unsafe fn load(p: *const f32) -> Self {
-        S1(*p)
+        S1(p.read_unaligned())
+    }
+    #[inline(always)]
+    unsafe fn broadcast(p: *const f32) -> Self {
+        S1(p.read_unaligned())
     }
     #[inline(always)]
     unsafe fn store(self, p: *mut f32) {
-        *p = self.0
+        p.write_unaligned(self.0)
     }
     #[inline(always)]
     fn add(self, b: Self) -> Self {
@@ -186,11 +195,17 @@ impl Vf32 for F32x8 {
     }
     #[inline(always)]
     unsafe fn load(p: *const f32) -> Self {
-        F32x8(_mm256_loadu_ps(p))
+        // `lddqu` maps straight to the instruction; `loadu_ps` goes through
+        // `read_unaligned`, whose debug-build checks cost a stack round trip.
+        F32x8(_mm256_castsi256_ps(_mm256_lddqu_si256(p.cast())))
+    }
+    #[inline(always)]
+    unsafe fn broadcast(p: *const f32) -> Self {
+        F32x8(_mm256_set1_ps(_mm_cvtss_f32(_mm_load_ss(p))))
     }
     #[inline(always)]
     unsafe fn store(self, p: *mut f32) {
-        _mm256_storeu_ps(p, self.0)
+        _mm256_maskstore_ps(p, _mm256_set1_epi32(-1), self.0)
     }
     #[inline(always)]
     fn add(self, b: Self) -> Self {
@@ -299,11 +314,17 @@ impl Vf32 for F32x16 {
     }
     #[inline(always)]
     unsafe fn load(p: *const f32) -> Self {
-        F32x16(_mm512_loadu_ps(p))
+        // Masked forms map straight to the instruction; `loadu_ps` goes through
+        // `read_unaligned`, whose debug-build checks cost a stack round trip.
+        F32x16(_mm512_maskz_loadu_ps(0xFFFF, p))
+    }
+    #[inline(always)]
+    unsafe fn broadcast(p: *const f32) -> Self {
+        F32x16(_mm512_set1_ps(_mm_cvtss_f32(_mm_load_ss(p))))
     }
     #[inline(always)]
     unsafe fn store(self, p: *mut f32) {
-        _mm512_storeu_ps(p, self.0)
+        _mm512_mask_storeu_ps(p, 0xFFFF, self.0)
     }
     #[inline(always)]
     fn add(self, b: Self) -> Self {

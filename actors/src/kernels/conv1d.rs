@@ -1,0 +1,932 @@
+//! 1-D convolution (batch 1, channel-major `[C, T]` f32), batch and streaming.
+//!
+//! Routes (each runs on the bound [`SimdLevel`], capped at the CPU's):
+//! - direct (`stride == 1`, `C_in/groups > 1`): a register-blocked
+//!   microkernel, [`MR`] output channels × 2–4 vectors of time, accumulating
+//!   `w[co, ci, k] · x[ci, t + k·d]` straight from the padded input (no
+//!   im2col). Weights are packed once at bind time as
+//!   `[group][co block][ci][k][MR]`, input channels are blocked by
+//!   [`CI_BLOCK`] to stay in L1/L2. This is the Kokoro hot path.
+//! - GEMM (`stride > 1`, `C_in/groups > 1`): one [`sgemm`] per kernel tap on
+//!   a strided view of the padded input (`out[:, t] += W_k · x[:, t·s + k·d]`),
+//!   weights repacked per tap at bind time, into per-chunk tiles.
+//! - depthwise (`C_in/groups == 1`): a vector loop over time per channel.
+//!
+//! The dense routes split output time into fixed chunks of [`TIME_CHUNK`]
+//! frames, the depthwise route splits channels into fixed blocks: chunk
+//! boundaries depend only on the shapes, so outputs are bit-identical for
+//! every thread budget.
+
+use std::sync::Mutex;
+
+use voxlane_runtime::Fork;
+
+use super::cpu::{simd_level, SimdLevel};
+use super::elementwise::simd::{dispatch, SimdFn, Vf32};
+use super::error::{check_len, KernelError};
+use super::sgemm::{sgemm, MatRef};
+
+/// Output frames per parallel chunk of the GEMM route (fixed: determinism).
+pub const TIME_CHUNK: usize = 128;
+/// Output channels per parallel chunk of the depthwise route.
+const DW_ROWS: usize = 16;
+/// Output channels per microkernel block of the direct route.
+pub const MR: usize = 6;
+/// Input channels per cache block of the direct route.
+pub const CI_BLOCK: usize = 64;
+
+/// How the input is extended beyond its ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PadMode {
+    /// Zeros.
+    #[default]
+    Zeros,
+    /// Mirror without repeating the edge (PyTorch `reflect`); needs `pad < T`.
+    Reflect,
+    /// Repeat the edge sample (PyTorch `replicate`).
+    Replicate,
+}
+
+/// Shape and hyper-parameters of a 1-D convolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conv1dParams {
+    /// Input channels.
+    pub c_in: usize,
+    /// Output channels.
+    pub c_out: usize,
+    /// Kernel taps.
+    pub kernel: usize,
+    /// Step between output frames, in input frames.
+    pub stride: usize,
+    /// Spacing between taps.
+    pub dilation: usize,
+    /// Frames added before the input.
+    pub pad_left: usize,
+    /// Frames added after the input.
+    pub pad_right: usize,
+    /// Channel groups; `groups == c_in` is depthwise.
+    pub groups: usize,
+    /// What the padding contains.
+    pub pad_mode: PadMode,
+}
+
+impl Conv1dParams {
+    /// A stride-1, undilated, unpadded, ungrouped convolution.
+    pub fn new(c_in: usize, c_out: usize, kernel: usize) -> Self {
+        Self {
+            c_in,
+            c_out,
+            kernel,
+            stride: 1,
+            dilation: 1,
+            pad_left: 0,
+            pad_right: 0,
+            groups: 1,
+            pad_mode: PadMode::Zeros,
+        }
+    }
+
+    /// Set the stride.
+    pub fn stride(mut self, stride: usize) -> Self {
+        self.stride = stride;
+        self
+    }
+
+    /// Set the dilation.
+    pub fn dilation(mut self, dilation: usize) -> Self {
+        self.dilation = dilation;
+        self
+    }
+
+    /// Set left and right padding.
+    pub fn padding(mut self, left: usize, right: usize) -> Self {
+        self.pad_left = left;
+        self.pad_right = right;
+        self
+    }
+
+    /// Set the number of groups.
+    pub fn groups(mut self, groups: usize) -> Self {
+        self.groups = groups;
+        self
+    }
+
+    /// Set the padding mode.
+    pub fn pad_mode(mut self, mode: PadMode) -> Self {
+        self.pad_mode = mode;
+        self
+    }
+
+    /// Input frames one output frame sees: `(kernel − 1)·dilation + 1`.
+    pub fn span(&self) -> usize {
+        (self.kernel - 1) * self.dilation + 1
+    }
+
+    /// Weight elements: `c_out · c_in/groups · kernel`.
+    pub fn weight_len(&self) -> usize {
+        self.c_out * (self.c_in / self.groups.max(1)) * self.kernel
+    }
+
+    /// Check that the parameters describe a valid convolution.
+    pub fn validate(&self) -> Result<(), KernelError> {
+        let bad = |what, detail: String| Err(KernelError::Param { what, detail });
+        if self.c_in == 0 || self.c_out == 0 || self.kernel == 0 {
+            return bad("conv1d shape", format!("zero-sized: {self:?}"));
+        }
+        if self.stride == 0 || self.dilation == 0 {
+            return bad("conv1d stride/dilation", format!("must be ≥ 1: {self:?}"));
+        }
+        if self.groups == 0 || self.c_in % self.groups != 0 || self.c_out % self.groups != 0 {
+            return bad(
+                "conv1d groups",
+                format!(
+                    "{} must divide c_in {} and c_out {}",
+                    self.groups, self.c_in, self.c_out
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Padded input length for `t_in` input frames.
+    pub fn padded_len(&self, t_in: usize) -> usize {
+        t_in + self.pad_left + self.pad_right
+    }
+
+    /// Output frames for `t_in` input frames.
+    pub fn out_len(&self, t_in: usize) -> Result<usize, KernelError> {
+        out_len_padded(self.padded_len(t_in), self.span(), self.stride)
+    }
+}
+
+fn out_len_padded(t_pad: usize, span: usize, stride: usize) -> Result<usize, KernelError> {
+    if t_pad < span {
+        return Err(KernelError::Param {
+            what: "conv1d input length",
+            detail: format!("padded length {t_pad} is shorter than the kernel span {span}"),
+        });
+    }
+    Ok((t_pad - span) / stride + 1)
+}
+
+/// Write `x: [C, t]` into `dst: [C, pl + t + pr]` with the padding of `mode`.
+fn pad_into(
+    x: &[f32],
+    t: usize,
+    pl: usize,
+    pr: usize,
+    mode: PadMode,
+    dst: &mut [f32],
+) -> Result<(), KernelError> {
+    let tp = pl + t + pr;
+    if t == 0 && mode != PadMode::Zeros && pl + pr > 0 {
+        return Err(KernelError::Param {
+            what: "conv1d padding",
+            detail: "cannot reflect/replicate an empty input".into(),
+        });
+    }
+    if mode == PadMode::Reflect && (pl >= t || pr >= t) {
+        return Err(KernelError::Param {
+            what: "conv1d padding",
+            detail: format!("reflect padding ({pl}, {pr}) must be < input length {t}"),
+        });
+    }
+    for (src, row) in x.chunks_exact(t.max(1)).zip(dst.chunks_exact_mut(tp)) {
+        row[pl..pl + t].copy_from_slice(&src[..t]);
+        for j in 0..pl {
+            row[j] = match mode {
+                PadMode::Zeros => 0.0,
+                PadMode::Reflect => src[pl - j],
+                PadMode::Replicate => src[0],
+            };
+        }
+        for j in 0..pr {
+            row[pl + t + j] = match mode {
+                PadMode::Zeros => 0.0,
+                PadMode::Reflect => src[t - 2 - j],
+                PadMode::Replicate => src[t - 1],
+            };
+        }
+    }
+    Ok(())
+}
+
+/// Readable reference: direct loops with f64 accumulation. Returns `[c_out, t_out]`.
+pub fn conv1d_reference(
+    p: &Conv1dParams,
+    weight: &[f32],
+    bias: Option<&[f32]>,
+    x: &[f32],
+    t_in: usize,
+) -> Result<Vec<f32>, KernelError> {
+    p.validate()?;
+    check_len("conv1d weight", p.weight_len(), weight.len())?;
+    check_len("conv1d input", p.c_in * t_in, x.len())?;
+    let tp = p.padded_len(t_in);
+    let mut xp = vec![0.0; p.c_in * tp];
+    pad_into(x, t_in, p.pad_left, p.pad_right, p.pad_mode, &mut xp)?;
+    let t_out = p.out_len(t_in)?;
+    let (cig, cog) = (p.c_in / p.groups, p.c_out / p.groups);
+    let mut y = vec![0.0; p.c_out * t_out];
+    for co in 0..p.c_out {
+        let g = co / cog;
+        for t in 0..t_out {
+            let mut acc = bias.map_or(0.0, |b| b[co] as f64);
+            for ci in 0..cig {
+                for k in 0..p.kernel {
+                    let xv = xp[(g * cig + ci) * tp + t * p.stride + k * p.dilation];
+                    acc += weight[(co * cig + ci) * p.kernel + k] as f64 * xv as f64;
+                }
+            }
+            y[co * t_out + t] = acc as f32;
+        }
+    }
+    Ok(y)
+}
+
+/// A raw output pointer shared by lanes that write disjoint regions.
+#[derive(Clone, Copy)]
+pub(crate) struct SharedOut(pub(crate) *mut f32);
+// SAFETY: lanes write disjoint index sets only (documented at each use).
+unsafe impl Send for SharedOut {}
+// SAFETY: as above.
+unsafe impl Sync for SharedOut {}
+
+impl SharedOut {
+    /// The pointer (a method, so closures capture the whole `Sync` wrapper).
+    pub(crate) fn ptr(&self) -> *mut f32 {
+        self.0
+    }
+}
+
+/// Reusable scratch for [`Conv1d::forward`]; sized once, shared by any number of convs.
+#[derive(Debug, Default, Clone)]
+pub struct Conv1dWorkspace {
+    /// Padded input `[C_in, T_pad]`.
+    xpad: Vec<f32>,
+    /// Per-chunk output tiles `[chunks][C_out · TIME_CHUNK]`.
+    tiles: Vec<f32>,
+}
+
+impl Conv1dWorkspace {
+    /// An empty workspace; grow it with [`Conv1dWorkspace::reserve`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Grow so `conv` runs on inputs of up to `max_t_in` frames without allocating.
+    pub fn reserve(&mut self, conv: &Conv1d, max_t_in: usize) -> Result<(), KernelError> {
+        let p = &conv.params;
+        let tp = p.padded_len(max_t_in);
+        let t_out = out_len_padded(tp, p.span(), p.stride)?;
+        self.reserve_raw(p.c_in * tp, p.c_out, t_out);
+        Ok(())
+    }
+
+    fn reserve_raw(&mut self, xpad: usize, c_out: usize, t_out: usize) {
+        let tiles = t_out.div_ceil(TIME_CHUNK) * c_out * TIME_CHUNK;
+        if self.xpad.len() < xpad {
+            self.xpad.resize(xpad, 0.0);
+        }
+        if self.tiles.len() < tiles {
+            self.tiles.resize(tiles, 0.0);
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        (self.xpad.len() + self.tiles.len()) * 4
+    }
+}
+
+/// A bound 1-D convolution: parameters, weights in route-friendly layout, bias.
+#[derive(Debug, Clone)]
+pub struct Conv1d {
+    params: Conv1dParams,
+    /// `[c_out, c_in/groups, kernel]` as given (used by the depthwise route).
+    weight: Vec<f32>,
+    /// GEMM route: `[groups][kernel][c_out/groups][c_in/groups]`, one matrix per tap.
+    packed: Vec<f32>,
+    /// Direct route: `[groups][co block][c_in/groups][kernel][MR]`, zero-padded rows.
+    direct: Vec<f32>,
+    bias: Option<Vec<f32>>,
+    level: SimdLevel,
+}
+
+impl Conv1d {
+    /// Bind weights `[c_out, c_in/groups, kernel]` and optional bias `[c_out]`.
+    pub fn new(
+        params: Conv1dParams,
+        weight: &[f32],
+        bias: Option<&[f32]>,
+    ) -> Result<Self, KernelError> {
+        params.validate()?;
+        check_len("conv1d weight", params.weight_len(), weight.len())?;
+        if let Some(b) = bias {
+            check_len("conv1d bias", params.c_out, b.len())?;
+        }
+        let (cig, cog, k) = (
+            params.c_in / params.groups,
+            params.c_out / params.groups,
+            params.kernel,
+        );
+        let dense = cig > 1;
+        let packed = if dense && params.stride > 1 {
+            let mut packed = vec![0.0; weight.len()];
+            for g in 0..params.groups {
+                for tap in 0..k {
+                    for o in 0..cog {
+                        for i in 0..cig {
+                            packed[((g * k + tap) * cog + o) * cig + i] =
+                                weight[((g * cog + o) * cig + i) * k + tap];
+                        }
+                    }
+                }
+            }
+            packed
+        } else {
+            Vec::new()
+        };
+        let direct = if dense && params.stride == 1 {
+            let blocks = cog.div_ceil(MR);
+            let mut direct = vec![0.0; params.groups * blocks * cig * k * MR];
+            for g in 0..params.groups {
+                for o in 0..cog {
+                    let (b, r) = (o / MR, o % MR);
+                    for i in 0..cig {
+                        for tap in 0..k {
+                            direct[(((g * blocks + b) * cig + i) * k + tap) * MR + r] =
+                                weight[((g * cog + o) * cig + i) * k + tap];
+                        }
+                    }
+                }
+            }
+            direct
+        } else {
+            Vec::new()
+        };
+        Ok(Self {
+            params,
+            weight: weight.to_vec(),
+            packed,
+            direct,
+            bias: bias.map(<[f32]>::to_vec),
+            level: simd_level(),
+        })
+    }
+
+    /// The convolution's parameters.
+    pub fn params(&self) -> &Conv1dParams {
+        &self.params
+    }
+
+    /// Choose the SIMD route (capped at what the CPU supports; default: the best).
+    pub fn set_level(&mut self, level: SimdLevel) {
+        self.level = level;
+    }
+
+    /// A workspace sized for inputs of up to `max_t_in` frames.
+    pub fn workspace(&self, max_t_in: usize) -> Result<Conv1dWorkspace, KernelError> {
+        let mut ws = Conv1dWorkspace::new();
+        ws.reserve(self, max_t_in)?;
+        Ok(ws)
+    }
+
+    /// `out: [c_out, out_len(t_in)] = conv(x: [c_in, t_in])`.
+    pub fn forward(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t_in: usize,
+        out: &mut [f32],
+        ws: &mut Conv1dWorkspace,
+    ) -> Result<(), KernelError> {
+        let p = &self.params;
+        check_len("conv1d input", p.c_in * t_in, x.len())?;
+        let tp = p.padded_len(t_in);
+        let t_out = p.out_len(t_in)?;
+        check_len("conv1d output", p.c_out * t_out, out.len())?;
+        ws.reserve_raw(p.c_in * tp, p.c_out, t_out);
+        let xpad = &mut ws.xpad[..p.c_in * tp];
+        pad_into(x, t_in, p.pad_left, p.pad_right, p.pad_mode, xpad)?;
+        self.run_padded(pool, &ws.xpad[..p.c_in * tp], tp, out, &mut ws.tiles)
+    }
+
+    /// Convolve an already padded `xpad: [c_in, tp]` (no further padding).
+    pub(crate) fn run_padded(
+        &self,
+        pool: &impl Fork,
+        xpad: &[f32],
+        tp: usize,
+        out: &mut [f32],
+        tiles: &mut [f32],
+    ) -> Result<(), KernelError> {
+        let p = &self.params;
+        let t_out = out_len_padded(tp, p.span(), p.stride)?;
+        check_len("conv1d output", p.c_out * t_out, out.len())?;
+        if p.c_in == p.groups {
+            return self.run_depthwise(pool, xpad, tp, t_out, out);
+        }
+        if p.stride == 1 {
+            return self.run_direct(pool, xpad, tp, t_out, out);
+        }
+        let (cig, cog, k) = (p.c_in / p.groups, p.c_out / p.groups, p.kernel);
+        let tile_len = p.c_out * TIME_CHUNK;
+        let chunks = t_out.div_ceil(TIME_CHUNK);
+        let tiles = &mut tiles[..chunks * tile_len];
+        let dst = SharedOut(out.as_mut_ptr());
+        let failure: Mutex<Option<KernelError>> = Mutex::new(None);
+        pool.for_each_chunk_mut(tiles, tile_len, |ci, tile| {
+            let t0 = ci * TIME_CHUNK;
+            let tc = TIME_CHUNK.min(t_out - t0);
+            let result = (|| -> Result<(), KernelError> {
+                for g in 0..p.groups {
+                    let ctile = &mut tile[g * cog * tc..(g + 1) * cog * tc];
+                    for tap in 0..k {
+                        let w0 = (g * k + tap) * cog * cig;
+                        let a = MatRef::row_major(&self.packed[w0..w0 + cog * cig], cig);
+                        let x0 = g * cig * tp + t0 * p.stride + tap * p.dilation;
+                        let b = MatRef {
+                            data: &xpad[x0..],
+                            row_stride: tp,
+                            col_stride: p.stride,
+                        };
+                        sgemm(cog, tc, cig, a, b, ctile, tc, tap > 0)?;
+                    }
+                }
+                Ok(())
+            })();
+            if let Err(e) = result {
+                *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                return;
+            }
+            for co in 0..p.c_out {
+                let bias = self.bias.as_ref().map_or(0.0, |b| b[co]);
+                let src = &tile[co * tc..(co + 1) * tc];
+                // SAFETY: chunk `ci` alone writes columns t0..t0+tc of each row,
+                // all inside `out` (checked length c_out · t_out).
+                let row =
+                    unsafe { std::slice::from_raw_parts_mut(dst.ptr().add(co * t_out + t0), tc) };
+                for (d, s) in row.iter_mut().zip(src) {
+                    *d = s + bias;
+                }
+            }
+        })?;
+        match failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn run_direct(
+        &self,
+        pool: &impl Fork,
+        xpad: &[f32],
+        tp: usize,
+        t_out: usize,
+        out: &mut [f32],
+    ) -> Result<(), KernelError> {
+        let dst = SharedOut(out.as_mut_ptr());
+        pool.for_each_chunk(t_out, TIME_CHUNK, |range| {
+            dispatch(
+                self.level,
+                DirectChunk {
+                    conv: self,
+                    xpad,
+                    tp,
+                    t_out,
+                    t0: range.start,
+                    t1: range.end,
+                    out: dst,
+                },
+            )
+        })?;
+        Ok(())
+    }
+
+    fn run_depthwise(
+        &self,
+        pool: &impl Fork,
+        xpad: &[f32],
+        tp: usize,
+        t_out: usize,
+        out: &mut [f32],
+    ) -> Result<(), KernelError> {
+        let p = &self.params;
+        let mult = p.c_out / p.c_in;
+        if t_out == 0 {
+            return Ok(());
+        }
+        pool.for_each_chunk_mut(out, DW_ROWS * t_out, |ci, rows| {
+            for (r, row) in rows.chunks_exact_mut(t_out).enumerate() {
+                let co = ci * DW_ROWS + r;
+                let src = &xpad[(co / mult) * tp..(co / mult + 1) * tp];
+                let w = &self.weight[co * p.kernel..(co + 1) * p.kernel];
+                let bias = self.bias.as_ref().map_or(0.0, |b| b[co]);
+                dispatch(
+                    self.level,
+                    DepthwiseRow {
+                        src,
+                        w,
+                        bias,
+                        stride: p.stride,
+                        dilation: p.dilation,
+                        row,
+                    },
+                );
+            }
+        })?;
+        Ok(())
+    }
+}
+
+/// Output columns `t0..t1` of a stride-1 dense convolution (direct route).
+struct DirectChunk<'a> {
+    conv: &'a Conv1d,
+    xpad: &'a [f32],
+    tp: usize,
+    t_out: usize,
+    t0: usize,
+    t1: usize,
+    /// `[c_out, t_out]`; this chunk alone writes columns `t0..t1`.
+    out: SharedOut,
+}
+
+impl SimdFn for DirectChunk<'_> {
+    type Out = ();
+    #[inline(always)]
+    fn call<V: Vf32>(self) {
+        // Register budget: MR × NV accumulators plus NV inputs and one weight.
+        match V::LANES {
+            8 => self.run::<V, 2>(),
+            _ => self.run::<V, 4>(),
+        }
+    }
+}
+
+impl DirectChunk<'_> {
+    #[inline(always)]
+    fn run<V: Vf32, const NV: usize>(&self) {
+        let p = &self.conv.params;
+        let (cig, cog, k) = (p.c_in / p.groups, p.c_out / p.groups, p.kernel);
+        let blocks = cog.div_ceil(MR);
+        let l = V::LANES;
+        for g in 0..p.groups {
+            for ci0 in (0..cig).step_by(CI_BLOCK) {
+                let cis = CI_BLOCK.min(cig - ci0);
+                let first = ci0 == 0;
+                for b in 0..blocks {
+                    let rows = MR.min(cog - b * MR);
+                    let co0 = g * cog + b * MR;
+                    let w0 = ((g * blocks + b) * cig + ci0) * k * MR;
+                    let w = &self.conv.direct[w0..w0 + cis * k * MR];
+                    let x0 = (g * cig + ci0) * self.tp;
+                    let x = &self.xpad[x0..x0 + cis * self.tp];
+                    let mut t = self.t0;
+                    while t + NV * l <= self.t1 {
+                        self.block::<V, NV>(w, x, cis, co0, rows, t, first);
+                        t += NV * l;
+                    }
+                    while t + l <= self.t1 {
+                        self.block::<V, 1>(w, x, cis, co0, rows, t, first);
+                        t += l;
+                    }
+                    for tt in t..self.t1 {
+                        self.column(w, x, cis, co0, rows, tt, first);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `MR × NV·LANES` outputs at column `t`, over the input channels of `x`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn block<V: Vf32, const NV: usize>(
+        &self,
+        w: &[f32],
+        x: &[f32],
+        cis: usize,
+        co0: usize,
+        rows: usize,
+        t: usize,
+        first: bool,
+    ) {
+        let p = &self.conv.params;
+        let (k, d, tp, l) = (p.kernel, p.dilation, self.tp, V::LANES);
+        let out = self.out.ptr();
+        // Constant-index loops only: keeps the MR × NV accumulators in registers.
+        let mut acc = [[V::splat(0.0); NV]; MR];
+        #[allow(clippy::needless_range_loop)]
+        for r in 0..MR {
+            if r < rows {
+                let row = (co0 + r) * self.t_out + t;
+                for j in 0..NV {
+                    acc[r][j] = if first {
+                        V::splat(self.conv.bias.as_ref().map_or(0.0, |b| b[co0 + r]))
+                    } else {
+                        // SAFETY: row + NV·LANES ≤ (co0 + r)·t_out + t1 ≤ out.len();
+                        // columns t0..t1 of every row belong to this chunk alone.
+                        unsafe { V::load(out.wrapping_add(row + j * l)) }
+                    };
+                }
+            }
+        }
+        assert!(x.len() >= (cis - 1) * tp + t + NV * l + (k - 1) * d);
+        assert!(w.len() >= cis * k * MR);
+        // Pointer walk with wrapping arithmetic: no overflow/alignment checks
+        // in the hot loop even in debug-assertion builds.
+        let mut wr = w.as_ptr();
+        for ci in 0..cis {
+            let mut xr = x.as_ptr().wrapping_add(ci * tp + t);
+            for _ in 0..k {
+                // SAFETY: t + NV·LANES − 1 + (k − 1)·d < tp (t + NV·LANES ≤ t_out =
+                // tp − (k − 1)·d) and ci < cis, so every load is inside `x`
+                // (asserted above); `wr` walks the cis·k·MR weights of `w`.
+                unsafe {
+                    let mut xv = [V::splat(0.0); NV];
+                    #[allow(clippy::needless_range_loop)]
+                    for j in 0..NV {
+                        xv[j] = V::load(xr.wrapping_add(j * l));
+                    }
+                    #[allow(clippy::needless_range_loop)]
+                    for r in 0..MR {
+                        let wv = V::broadcast(wr.wrapping_add(r));
+                        for j in 0..NV {
+                            acc[r][j] = wv.mul_add(xv[j], acc[r][j]);
+                        }
+                    }
+                }
+                wr = wr.wrapping_add(MR);
+                xr = xr.wrapping_add(d);
+            }
+        }
+        #[allow(clippy::needless_range_loop)]
+        for r in 0..MR {
+            if r < rows {
+                let row = (co0 + r) * self.t_out + t;
+                for j in 0..NV {
+                    // SAFETY: as for the loads above.
+                    unsafe { acc[r][j].store(out.wrapping_add(row + j * l)) };
+                }
+            }
+        }
+    }
+
+    /// One output column (the tail narrower than a vector).
+    #[allow(clippy::too_many_arguments)]
+    fn column(
+        &self,
+        w: &[f32],
+        x: &[f32],
+        cis: usize,
+        co0: usize,
+        rows: usize,
+        t: usize,
+        first: bool,
+    ) {
+        let p = &self.conv.params;
+        let (k, d, tp) = (p.kernel, p.dilation, self.tp);
+        for r in 0..rows {
+            let idx = (co0 + r) * self.t_out + t;
+            // SAFETY: idx < out.len(), column t belongs to this chunk alone.
+            let o = unsafe { &mut *self.out.ptr().add(idx) };
+            let mut acc = if first {
+                self.conv.bias.as_ref().map_or(0.0, |b| b[co0 + r])
+            } else {
+                *o
+            };
+            for ci in 0..cis {
+                for tap in 0..k {
+                    acc = w[(ci * k + tap) * MR + r].mul_add(x[ci * tp + t + tap * d], acc);
+                }
+            }
+            *o = acc;
+        }
+    }
+}
+
+/// One output row of a depthwise convolution.
+struct DepthwiseRow<'a> {
+    src: &'a [f32],
+    w: &'a [f32],
+    bias: f32,
+    stride: usize,
+    dilation: usize,
+    row: &'a mut [f32],
+}
+
+impl SimdFn for DepthwiseRow<'_> {
+    type Out = ();
+    #[inline(always)]
+    fn call<V: Vf32>(self) {
+        let (src, w, d, s) = (self.src, self.w, self.dilation, self.stride);
+        let n = self.row.len();
+        let mut t = 0;
+        if s == 1 {
+            // Four vectors of outputs per pass: independent FMA chains.
+            let step = 4 * V::LANES;
+            let sp = src.as_ptr();
+            while t + step <= n {
+                let mut acc = [V::splat(self.bias); 4];
+                for (k, &wk) in w.iter().enumerate() {
+                    let wv = V::splat(wk);
+                    for (j, a) in acc.iter_mut().enumerate() {
+                        // SAFETY: t + step − 1 + k·d ≤ (n − 1) + (K − 1)·d < tp = src.len().
+                        *a = wv.mul_add(unsafe { V::load(sp.add(t + j * V::LANES + k * d)) }, *a);
+                    }
+                }
+                for (j, a) in acc.iter().enumerate() {
+                    // SAFETY: t + step ≤ n = row.len().
+                    unsafe { a.store(self.row.as_mut_ptr().add(t + j * V::LANES)) };
+                }
+                t += step;
+            }
+        }
+        for (i, o) in self.row.iter_mut().enumerate().skip(t) {
+            let mut acc = self.bias;
+            for (k, &wk) in w.iter().enumerate() {
+                acc = wk.mul_add(src[i * s + k * d], acc);
+            }
+            *o = acc;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::cpu::available_levels;
+    use proptest::prelude::*;
+    use voxlane_runtime::LanePool;
+
+    pub(crate) fn rnd_vec(seed: u64, n: usize) -> Vec<f32> {
+        let mut s = seed | 1;
+        (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+            })
+            .collect()
+    }
+
+    /// Per-element bound 1e-5·Σ|a·w| + 1e-6, with Σ|a·w| from the reference on |x|, |w|.
+    fn assert_close(p: &Conv1dParams, w: &[f32], x: &[f32], t: usize, got: &[f32], want: &[f32]) {
+        let aw: Vec<f32> = w.iter().map(|v| v.abs()).collect();
+        let ax: Vec<f32> = x.iter().map(|v| v.abs()).collect();
+        let mag = conv1d_reference(p, &aw, None, &ax, t).unwrap();
+        assert_eq!(got.len(), want.len());
+        for i in 0..got.len() {
+            let bound = 1e-5 * mag[i] + 1e-6;
+            assert!(
+                (got[i] - want[i]).abs() <= bound,
+                "{p:?} element {i}: {} vs {} (bound {bound})",
+                got[i],
+                want[i]
+            );
+        }
+    }
+
+    fn params_strategy() -> impl Strategy<Value = (Conv1dParams, usize)> {
+        (
+            1usize..5,
+            1usize..4,
+            1usize..8,
+            1usize..4,
+            1usize..4,
+            0usize..5,
+            0usize..5,
+            0usize..3,
+            1usize..300,
+        )
+            .prop_flat_map(|(cig, cog, k, s, d, pl, pr, mode, t)| {
+                (
+                    Just((cig, cog, k, s, d, pl, pr, mode, t)),
+                    1usize..4,
+                    any::<bool>(),
+                )
+            })
+            .prop_map(|((cig, cog, k, s, d, pl, pr, mode, t), g, dw)| {
+                let (cig, cog) = if dw { (1, cog) } else { (cig, cog) };
+                let mode = [PadMode::Zeros, PadMode::Reflect, PadMode::Replicate][mode];
+                let mut p = Conv1dParams::new(cig * g, cog * g, k)
+                    .stride(s)
+                    .dilation(d)
+                    .padding(pl, pr)
+                    .groups(g)
+                    .pad_mode(mode);
+                let t = t.max(p.span()).max(pl + 1).max(pr + 1);
+                if dw && g > 1 {
+                    p.groups = p.c_in;
+                    p.c_out = p.c_in * cog;
+                }
+                (p, t)
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn matches_reference((p, t) in params_strategy(), bias in any::<bool>(), seed in any::<u64>()) {
+            let w = rnd_vec(seed, p.weight_len());
+            let b = rnd_vec(seed ^ 7, p.c_out);
+            let x = rnd_vec(seed ^ 99, p.c_in * t);
+            let bias = bias.then_some(&b[..]);
+            let want = conv1d_reference(&p, &w, bias, &x, t).unwrap();
+            let pool = LanePool::new(2).unwrap();
+            let mut conv = Conv1d::new(p, &w, bias).unwrap();
+            for level in available_levels() {
+                conv.set_level(level);
+                let mut ws = Conv1dWorkspace::new();
+                let mut got = vec![f32::NAN; want.len()];
+                conv.forward(&pool, &x, t, &mut got, &mut ws).unwrap();
+                assert_close(&p, &w, &x, t, &got, &want);
+            }
+        }
+    }
+
+    #[test]
+    fn bit_identical_across_budgets() {
+        let cases = [
+            Conv1dParams::new(24, 20, 7).dilation(3).padding(9, 9),
+            Conv1dParams::new(16, 16, 5).groups(16).padding(2, 2),
+            Conv1dParams::new(12, 18, 4)
+                .stride(2)
+                .groups(3)
+                .padding(1, 2),
+        ];
+        for p in cases {
+            let t = 700;
+            let w = rnd_vec(1, p.weight_len());
+            let b = rnd_vec(2, p.c_out);
+            let x = rnd_vec(3, p.c_in * t);
+            let conv = Conv1d::new(p, &w, Some(&b)).unwrap();
+            let mut ws = conv.workspace(t).unwrap();
+            let mut first: Option<Vec<f32>> = None;
+            for threads in 1..=4 {
+                let pool = LanePool::new(threads).unwrap();
+                let mut out = vec![0.0; p.c_out * p.out_len(t).unwrap()];
+                conv.forward(&pool, &x, t, &mut out, &mut ws).unwrap();
+                match &first {
+                    None => first = Some(out),
+                    Some(f) => assert!(f.iter().zip(&out).all(|(a, b)| a.to_bits() == b.to_bits())),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_inputs_are_errors() {
+        let p = Conv1dParams::new(4, 6, 3).groups(4);
+        assert!(Conv1d::new(p, &[0.0; 18], None).is_err());
+        let p = Conv1dParams::new(2, 2, 3);
+        let conv = Conv1d::new(p, &[0.0; 12], None).unwrap();
+        let pool = LanePool::new(1).unwrap();
+        let mut ws = Conv1dWorkspace::new();
+        let mut out = vec![0.0; 2];
+        // Too short for the kernel span.
+        assert!(conv
+            .forward(&pool, &[0.0; 4], 2, &mut out, &mut ws)
+            .is_err());
+        // Wrong input length.
+        assert!(conv
+            .forward(&pool, &[0.0; 5], 3, &mut out, &mut ws)
+            .is_err());
+        let p = Conv1dParams::new(1, 1, 3)
+            .padding(3, 0)
+            .pad_mode(PadMode::Reflect);
+        assert!(conv1d_reference(&p, &[0.0; 3], None, &[0.0; 3], 3).is_err());
+    }
+
+    /// Ad-hoc timing of the Kokoro-sized conv (run with `--ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn time_kokoro_conv() {
+        let p = Conv1dParams::new(256, 256, 7).dilation(3).padding(9, 9);
+        let t = 800;
+        let w = rnd_vec(1, p.weight_len());
+        let x = rnd_vec(3, p.c_in * t);
+        let conv = Conv1d::new(p, &w, Some(&rnd_vec(2, 256))).unwrap();
+        let mut ws = conv.workspace(t).unwrap();
+        let mut out = vec![0.0; 256 * t];
+        for threads in [1, 2] {
+            let pool = LanePool::new(threads).unwrap();
+            conv.forward(&pool, &x, t, &mut out, &mut ws).unwrap();
+            let n = 20;
+            let start = std::time::Instant::now();
+            for _ in 0..n {
+                conv.forward(&pool, &x, t, &mut out, &mut ws).unwrap();
+            }
+            let dt = start.elapsed().as_secs_f64() / n as f64;
+            let flops = 2.0 * 256.0 * 256.0 * 7.0 * t as f64;
+            println!(
+                "threads {threads}: {:.2} ms, {:.1} GFLOP/s",
+                dt * 1e3,
+                flops / dt / 1e9
+            );
+        }
+    }
+}
