@@ -1,1 +1,10 @@
-//! machines
+//! voxlane machines: every kernel and model stage as a statig state machine
+//! with typed events, pure named guards, named actions and a declared
+//! transition table (rendered to `diagrams/`). The public API and the
+//! `voxlane` CLI live here, at the top of the stack.
+
+pub mod cli;
+pub mod core;
+pub mod diagrams;
+pub mod lane_dispatch;
+pub mod registry;

@@ -1,1 +1,7 @@
-fn main() {}
+//! The `voxlane` command-line interface.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    voxlane_machines::cli::main()
+}

@@ -1,1 +1,35 @@
 //! Shared helpers for voxlane's integration tests.
+
+use voxlane_machines::core::{Fired, MachineSpec};
+
+/// Fail unless every fired edge is declared in the machine's table.
+pub fn assert_declared(spec: &MachineSpec, fired: &[Fired]) {
+    for f in fired {
+        assert!(
+            spec.declares(f),
+            "{}: edge {f:?} is taken by the statig machine but missing from TRANSITIONS",
+            spec.name
+        );
+        assert!(
+            spec.leaf_states().any(|s| s == f.to),
+            "{}: machine ended in undeclared state {}",
+            spec.name,
+            f.to
+        );
+    }
+}
+
+/// Fail if a declared edge was never taken in `log`.
+pub fn assert_all_reached(spec: &MachineSpec, log: &[Fired]) {
+    let missing = spec.unreached(log);
+    assert!(
+        missing.is_empty(),
+        "{}: table edges never reached by the driver: {missing:#?}",
+        spec.name
+    );
+}
+
+/// Count the OS threads of this process (Linux `/proc/self/task`).
+pub fn os_threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+}

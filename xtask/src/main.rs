@@ -1,1 +1,32 @@
-fn main() {}
+//! voxlane developer tasks: `cargo xtask diagrams [--check]`, `fetch-models`, `bench`.
+
+mod diagrams;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cargo xtask <task>
+
+tasks:
+  diagrams [--check]   write diagrams/<machine>.mmd and diagrams/README.md from the
+                       machines' transition tables (--check: fail if the files differ)
+  fetch-models         download the default Kokoro model (coming with the Kokoro issue)
+  bench                benchmarks (coming with the kernel issue)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("diagrams") => diagrams::run(args.iter().any(|a| a == "--check")),
+        Some("-h" | "--help") | None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown task `{other}`\n\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! The generated `diagrams/` folder, as data: one `.mmd` per machine plus an index.
+
+use crate::core::diagram::{render_index, render_mermaid};
+use crate::registry::all_specs;
+
+/// `(file name, contents)` for every file `diagrams/` must hold.
+pub fn expected_files() -> Vec<(String, String)> {
+    let specs = all_specs();
+    let mut files: Vec<(String, String)> = specs
+        .iter()
+        .map(|s| (format!("{}.mmd", s.name), render_mermaid(s)))
+        .collect();
+    files.push(("README.md".to_string(), render_index(&specs)));
+    files
+}

@@ -1,0 +1,8 @@
+//! Every machine's spec, in diagram order.
+
+use crate::core::MachineSpec;
+
+/// All machines voxlane ships.
+pub fn all_specs() -> Vec<&'static MachineSpec> {
+    vec![&crate::lane_dispatch::SPEC]
+}
