@@ -1,6 +1,7 @@
 //! Compute kernels, one module each: a readable scalar reference beside the
 //! SIMD routes chosen at runtime through [`cpu`].
 
+pub mod attention;
 pub mod conv1d;
 pub mod cpu;
 pub mod elementwise;
