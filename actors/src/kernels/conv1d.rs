@@ -540,6 +540,119 @@ impl Conv1d {
     }
 }
 
+/// Moshi's causal `StreamingConv1d`: keeps the last `span − stride` input
+/// frames and prepends them to the next step, so chunk-by-chunk output equals
+/// the batch conv with causal left padding of `span − stride` frames.
+#[derive(Debug, Clone)]
+pub struct StreamingConv1d {
+    conv: Conv1d,
+    /// `[c_in, span − stride]` carried input frames.
+    previous: Vec<f32>,
+    /// Replicate the first sample into the initial history (else zeros).
+    replicate: bool,
+    first: bool,
+    ws: Conv1dWorkspace,
+}
+
+impl StreamingConv1d {
+    /// Wrap an unpadded conv; `pad_mode` is `Zeros` (moshi `constant`) or `Replicate`.
+    pub fn new(conv: Conv1d, max_t_in: usize, pad_mode: PadMode) -> Result<Self, KernelError> {
+        let p = conv.params;
+        if p.pad_left != 0
+            || p.pad_right != 0
+            || p.span() < p.stride
+            || pad_mode == PadMode::Reflect
+        {
+            return Err(KernelError::Param {
+                what: "streaming conv1d",
+                detail: format!("needs an unpadded conv with span ≥ stride and zero/replicate history: {p:?}, {pad_mode:?}"),
+            });
+        }
+        let tp = p.span() - p.stride;
+        let mut ws = Conv1dWorkspace::new();
+        ws.reserve_raw(p.c_in * (tp + max_t_in), p.c_out, max_t_in / p.stride);
+        Ok(Self {
+            previous: vec![0.0; p.c_in * tp],
+            replicate: pad_mode == PadMode::Replicate,
+            first: true,
+            ws,
+            conv,
+        })
+    }
+
+    /// The batch conv this stream reproduces: causal left padding `span − stride`.
+    pub fn batch_params(&self) -> Conv1dParams {
+        let p = self.conv.params;
+        let mode = if self.replicate {
+            PadMode::Replicate
+        } else {
+            PadMode::Zeros
+        };
+        p.padding(p.span() - p.stride, 0).pad_mode(mode)
+    }
+
+    /// Forget the history (start of a new stream).
+    pub fn reset(&mut self) {
+        self.previous.fill(0.0);
+        self.first = true;
+    }
+
+    /// One step: `x: [c_in, t_in]` with `t_in` a positive multiple of the stride → `out: [c_out, t_in / stride]`.
+    pub fn step(
+        &mut self,
+        pool: &impl Fork,
+        x: &[f32],
+        t_in: usize,
+        out: &mut [f32],
+    ) -> Result<(), KernelError> {
+        let p = self.conv.params;
+        if t_in == 0 || t_in % p.stride != 0 {
+            return Err(KernelError::Param {
+                what: "streaming conv1d step",
+                detail: format!(
+                    "{t_in} frames is not a positive multiple of stride {}",
+                    p.stride
+                ),
+            });
+        }
+        check_len("streaming conv1d input", p.c_in * t_in, x.len())?;
+        check_len(
+            "streaming conv1d output",
+            p.c_out * (t_in / p.stride),
+            out.len(),
+        )?;
+        let hist = p.span() - p.stride;
+        let tc = hist + t_in;
+        self.ws.reserve_raw(p.c_in * tc, p.c_out, t_in / p.stride);
+        let xpad = &mut self.ws.xpad[..p.c_in * tc];
+        for ci in 0..p.c_in {
+            let (row, src) = (
+                &mut xpad[ci * tc..(ci + 1) * tc],
+                &x[ci * t_in..(ci + 1) * t_in],
+            );
+            let prev = &mut self.previous[ci * hist..(ci + 1) * hist];
+            if self.first && self.replicate {
+                prev.fill(src[0]);
+            }
+            row[..hist].copy_from_slice(prev);
+            row[hist..].copy_from_slice(src);
+        }
+        self.first = false;
+        self.conv.run_padded(
+            pool,
+            &self.ws.xpad[..p.c_in * tc],
+            tc,
+            out,
+            &mut self.ws.tiles,
+        )?;
+        for ci in 0..p.c_in {
+            let row = &self.ws.xpad[ci * tc..(ci + 1) * tc];
+            self.previous[ci * hist..(ci + 1) * hist].copy_from_slice(&row[tc - hist..]);
+        }
+        Ok(())
+    }
+}
+
 /// Output columns `t0..t1` of a stride-1 dense convolution (direct route).
 struct DirectChunk<'a> {
     conv: &'a Conv1d,
@@ -698,7 +811,7 @@ impl DirectChunk<'_> {
             };
             for ci in 0..cis {
                 for tap in 0..k {
-                    acc = w[(ci * k + tap) * MR + r].mul_add(x[ci * tp + t + tap * d], acc);
+                    acc += w[(ci * k + tap) * MR + r] * x[ci * tp + t + tap * d];
                 }
             }
             *o = acc;
@@ -746,7 +859,7 @@ impl SimdFn for DepthwiseRow<'_> {
         for (i, o) in self.row.iter_mut().enumerate().skip(t) {
             let mut acc = self.bias;
             for (k, &wk) in w.iter().enumerate() {
-                acc = wk.mul_add(src[i * s + k * d], acc);
+                acc += wk * src[i * s + k * d];
             }
             *o = acc;
         }
@@ -845,6 +958,45 @@ mod tests {
                 conv.forward(&pool, &x, t, &mut got, &mut ws).unwrap();
                 assert_close(&p, &w, &x, t, &got, &want);
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(40))]
+
+        #[test]
+        fn streaming_equals_batch(
+            cin in 1usize..6, cout in 1usize..6, k in 1usize..8, s in 1usize..4, d in 1usize..3,
+            replicate in any::<bool>(), depthwise in any::<bool>(),
+            chunks in prop::collection::vec(1usize..5, 1..6), seed in any::<u64>(),
+        ) {
+            let (cout, groups) = if depthwise { (cin, cin) } else { (cout, 1) };
+            let p = Conv1dParams::new(cin, cout, k).stride(s).dilation(d).groups(groups);
+            prop_assume!(p.span() >= s);
+            let frames: usize = chunks.iter().sum();
+            let t = frames * s;
+            let w = rnd_vec(seed, p.weight_len());
+            let b = rnd_vec(seed ^ 3, cout);
+            let x = rnd_vec(seed ^ 9, cin * t);
+            let mode = if replicate { PadMode::Replicate } else { PadMode::Zeros };
+            let pool = LanePool::new(2).unwrap();
+            let mut st = StreamingConv1d::new(Conv1d::new(p, &w, Some(&b)).unwrap(), 8, mode).unwrap();
+            let bp = st.batch_params();
+            let want = conv1d_reference(&bp, &w, Some(&b), &x, t).unwrap();
+            prop_assert_eq!(want.len(), cout * frames);
+            let mut got = vec![0.0; cout * frames];
+            let mut f0 = 0;
+            for &c in &chunks {
+                let tc = c * s;
+                let xc: Vec<f32> = (0..cin).flat_map(|ci| x[ci * t + f0 * s..ci * t + f0 * s + tc].to_vec()).collect();
+                let mut oc = vec![0.0; cout * c];
+                st.step(&pool, &xc, tc, &mut oc).unwrap();
+                for co in 0..cout {
+                    got[co * frames + f0..co * frames + f0 + c].copy_from_slice(&oc[co * c..(co + 1) * c]);
+                }
+                f0 += c;
+            }
+            assert_close(&bp, &w, &x, t, &got, &want);
         }
     }
 

@@ -1,0 +1,613 @@
+//! Transposed 1-D convolution (batch 1, `[C, T]` f32), batch and streaming.
+//!
+//! Routes:
+//! - GEMM + col2im (`C_in/groups > 1`): per block of [`CO_CHUNK`] output
+//!   channels, one [`sgemm`] computes every tap's contribution
+//!   `cols[(co, k), t] = Σ_ci w[ci, co, k] · x[ci, t]`, then an overlap-add
+//!   scatters `cols` into `y[co, t·s + k·d − p]`. Blocks own whole output
+//!   rows, so lanes never share an output element.
+//! - depthwise-style (`C_in/groups == 1`, e.g. Mimi's channel-wise upsample):
+//!   a direct scatter loop per output channel.
+//!
+//! Channel blocks are fixed-size, so outputs are bit-identical for every
+//! thread budget.
+
+use std::sync::Mutex;
+
+use voxlane_runtime::Fork;
+
+use super::error::{check_len, KernelError};
+use super::sgemm::{sgemm, MatRef};
+
+/// Output channels per parallel block (fixed: determinism).
+pub const CO_CHUNK: usize = 8;
+
+/// Shape and hyper-parameters of a transposed 1-D convolution (PyTorch semantics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConvTranspose1dParams {
+    /// Input channels.
+    pub c_in: usize,
+    /// Output channels.
+    pub c_out: usize,
+    /// Kernel taps.
+    pub kernel: usize,
+    /// Upsampling factor.
+    pub stride: usize,
+    /// Spacing between taps.
+    pub dilation: usize,
+    /// Frames trimmed from both ends of the full output.
+    pub padding: usize,
+    /// Extra frames added at the end (bias only beyond the full output).
+    pub output_padding: usize,
+    /// Channel groups.
+    pub groups: usize,
+}
+
+impl ConvTranspose1dParams {
+    /// A stride-1, undilated, unpadded, ungrouped transposed convolution.
+    pub fn new(c_in: usize, c_out: usize, kernel: usize) -> Self {
+        Self {
+            c_in,
+            c_out,
+            kernel,
+            stride: 1,
+            dilation: 1,
+            padding: 0,
+            output_padding: 0,
+            groups: 1,
+        }
+    }
+
+    /// Set the stride.
+    pub fn stride(mut self, stride: usize) -> Self {
+        self.stride = stride;
+        self
+    }
+
+    /// Set the dilation.
+    pub fn dilation(mut self, dilation: usize) -> Self {
+        self.dilation = dilation;
+        self
+    }
+
+    /// Set padding and output padding.
+    pub fn padding(mut self, padding: usize, output_padding: usize) -> Self {
+        self.padding = padding;
+        self.output_padding = output_padding;
+        self
+    }
+
+    /// Set the number of groups.
+    pub fn groups(mut self, groups: usize) -> Self {
+        self.groups = groups;
+        self
+    }
+
+    /// Weight elements: `c_in · c_out/groups · kernel`.
+    pub fn weight_len(&self) -> usize {
+        self.c_in * (self.c_out / self.groups.max(1)) * self.kernel
+    }
+
+    /// Check that the parameters describe a valid transposed convolution.
+    pub fn validate(&self) -> Result<(), KernelError> {
+        let bad = |what, detail: String| Err(KernelError::Param { what, detail });
+        if self.c_in == 0 || self.c_out == 0 || self.kernel == 0 {
+            return bad("conv_transpose1d shape", format!("zero-sized: {self:?}"));
+        }
+        if self.stride == 0 || self.dilation == 0 {
+            return bad(
+                "conv_transpose1d stride/dilation",
+                format!("must be ≥ 1: {self:?}"),
+            );
+        }
+        if self.groups == 0 || self.c_in % self.groups != 0 || self.c_out % self.groups != 0 {
+            return bad(
+                "conv_transpose1d groups",
+                format!("must divide both channel counts: {self:?}"),
+            );
+        }
+        if self.output_padding >= self.stride.max(self.dilation) {
+            return bad(
+                "conv_transpose1d output_padding",
+                format!("must be < stride or dilation: {self:?}"),
+            );
+        }
+        Ok(())
+    }
+
+    /// Output frames for `t_in` input frames: `(t−1)·s − 2p + d·(k−1) + op + 1`.
+    pub fn out_len(&self, t_in: usize) -> Result<usize, KernelError> {
+        if t_in == 0 {
+            return Ok(0);
+        }
+        let full =
+            (t_in - 1) * self.stride + (self.kernel - 1) * self.dilation + 1 + self.output_padding;
+        full.checked_sub(2 * self.padding)
+            .ok_or_else(|| KernelError::Param {
+                what: "conv_transpose1d padding",
+                detail: format!(
+                    "padding {} trims more than the {full} output frames",
+                    self.padding
+                ),
+            })
+    }
+}
+
+/// Readable reference: direct scatter with f64 accumulation. Returns `[c_out, out_len]`.
+pub fn conv_transpose1d_reference(
+    p: &ConvTranspose1dParams,
+    weight: &[f32],
+    bias: Option<&[f32]>,
+    x: &[f32],
+    t_in: usize,
+) -> Result<Vec<f32>, KernelError> {
+    p.validate()?;
+    check_len("conv_transpose1d weight", p.weight_len(), weight.len())?;
+    check_len("conv_transpose1d input", p.c_in * t_in, x.len())?;
+    let t_out = p.out_len(t_in)?;
+    let (cig, cog) = (p.c_in / p.groups, p.c_out / p.groups);
+    let mut acc = vec![0.0f64; p.c_out * t_out];
+    for co in 0..p.c_out {
+        let b = bias.map_or(0.0, |b| b[co] as f64);
+        acc[co * t_out..(co + 1) * t_out].fill(b);
+    }
+    for ci in 0..p.c_in {
+        let g = ci / cig;
+        for col in 0..cog {
+            let co = g * cog + col;
+            for k in 0..p.kernel {
+                let w = weight[(ci * cog + col) * p.kernel + k] as f64;
+                for t in 0..t_in {
+                    let j = (t * p.stride + k * p.dilation) as isize - p.padding as isize;
+                    if j >= 0 && (j as usize) < t_out {
+                        acc[co * t_out + j as usize] += w * x[ci * t_in + t] as f64;
+                    }
+                }
+            }
+        }
+    }
+    Ok(acc.into_iter().map(|v| v as f32).collect())
+}
+
+/// Reusable scratch for [`ConvTranspose1d::forward`]; sized once for the max input length.
+#[derive(Debug, Default, Clone)]
+pub struct ConvTranspose1dWorkspace {
+    /// Per-block GEMM results `[blocks][CO_CHUNK · kernel][t_in]`.
+    cols: Vec<f32>,
+}
+
+impl ConvTranspose1dWorkspace {
+    /// An empty workspace.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Grow so `conv` runs on inputs of up to `max_t_in` frames without allocating.
+    pub fn reserve(&mut self, conv: &ConvTranspose1d, max_t_in: usize) {
+        let p = &conv.params;
+        let n = p.c_out.div_ceil(CO_CHUNK) * CO_CHUNK * p.kernel * max_t_in;
+        if self.cols.len() < n {
+            self.cols.resize(n, 0.0);
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.cols.len() * 4
+    }
+}
+
+/// A bound transposed convolution: parameters, weights `[c_in, c_out/groups, kernel]`, bias.
+#[derive(Debug, Clone)]
+pub struct ConvTranspose1d {
+    params: ConvTranspose1dParams,
+    weight: Vec<f32>,
+    bias: Option<Vec<f32>>,
+}
+
+impl ConvTranspose1d {
+    /// Bind weights `[c_in, c_out/groups, kernel]` and optional bias `[c_out]`.
+    pub fn new(
+        params: ConvTranspose1dParams,
+        weight: &[f32],
+        bias: Option<&[f32]>,
+    ) -> Result<Self, KernelError> {
+        params.validate()?;
+        check_len("conv_transpose1d weight", params.weight_len(), weight.len())?;
+        if let Some(b) = bias {
+            check_len("conv_transpose1d bias", params.c_out, b.len())?;
+        }
+        Ok(Self {
+            params,
+            weight: weight.to_vec(),
+            bias: bias.map(<[f32]>::to_vec),
+        })
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &ConvTranspose1dParams {
+        &self.params
+    }
+
+    /// The bias, if any.
+    pub fn bias(&self) -> Option<&[f32]> {
+        self.bias.as_deref()
+    }
+
+    /// A workspace sized for inputs of up to `max_t_in` frames.
+    pub fn workspace(&self, max_t_in: usize) -> ConvTranspose1dWorkspace {
+        let mut ws = ConvTranspose1dWorkspace::new();
+        ws.reserve(self, max_t_in);
+        ws
+    }
+
+    /// `out: [c_out, out_len(t_in)] = conv_transpose(x: [c_in, t_in])`.
+    pub fn forward(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t_in: usize,
+        out: &mut [f32],
+        ws: &mut ConvTranspose1dWorkspace,
+    ) -> Result<(), KernelError> {
+        let p = &self.params;
+        check_len("conv_transpose1d input", p.c_in * t_in, x.len())?;
+        let t_out = p.out_len(t_in)?;
+        check_len("conv_transpose1d output", p.c_out * t_out, out.len())?;
+        if t_out == 0 {
+            return Ok(());
+        }
+        ws.reserve(self, t_in);
+        let (cig, cog, k) = (p.c_in / p.groups, p.c_out / p.groups, p.kernel);
+        let block_cols = CO_CHUNK * k * t_in;
+        let failure: Mutex<Option<KernelError>> = Mutex::new(None);
+        let cols = SharedCols(ws.cols.as_mut_ptr());
+        pool.for_each_chunk_mut(out, CO_CHUNK * t_out, |bi, rows| {
+            let co0 = bi * CO_CHUNK;
+            let n_rows = rows.len() / t_out;
+            for (r, row) in rows.chunks_exact_mut(t_out).enumerate() {
+                row.fill(self.bias.as_ref().map_or(0.0, |b| b[co0 + r]));
+            }
+            if cig == 1 {
+                self.scatter_direct(x, t_in, co0, rows, t_out);
+                return;
+            }
+            // SAFETY: block `bi` alone uses cols[bi·block_cols ..][..block_cols],
+            // which `reserve` sized for every block.
+            let cols = unsafe {
+                std::slice::from_raw_parts_mut(cols.ptr().add(bi * block_cols), block_cols)
+            };
+            // Rows of one block may straddle groups: one GEMM per group segment.
+            let mut r0 = 0;
+            while r0 < n_rows {
+                let co = co0 + r0;
+                let g = co / cog;
+                let r1 = n_rows.min((g + 1) * cog - co0);
+                let (a_col, m) = (co - g * cog, r1 - r0);
+                let a = MatRef {
+                    data: &self.weight[g * cig * cog * k + a_col * k..],
+                    row_stride: 1,
+                    col_stride: cog * k,
+                };
+                let b = MatRef::row_major(&x[g * cig * t_in..(g + 1) * cig * t_in], t_in);
+                let c = &mut cols[r0 * k * t_in..r1 * k * t_in];
+                if let Err(e) = sgemm(m * k, t_in, cig, a, b, c, t_in, false) {
+                    *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                    return;
+                }
+                r0 = r1;
+            }
+            for (r, row) in rows.chunks_exact_mut(t_out).enumerate() {
+                for tap in 0..k {
+                    let src = &cols[(r * k + tap) * t_in..(r * k + tap + 1) * t_in];
+                    self.overlap_add(tap, src, row);
+                }
+            }
+        })?;
+        match failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// `row[t·s + tap·d − p] += src[t]` over the `t` that land inside `row`.
+    #[inline]
+    fn overlap_add(&self, tap: usize, src: &[f32], row: &mut [f32]) {
+        let p = &self.params;
+        let off = tap * p.dilation;
+        // First t with t·s + off ≥ padding, first t past the end of the row.
+        let t_lo = p.padding.saturating_sub(off).div_ceil(p.stride);
+        let t_hi = (row.len() + p.padding)
+            .saturating_sub(off)
+            .div_ceil(p.stride)
+            .min(src.len());
+        if t_lo >= t_hi {
+            return;
+        }
+        let j0 = t_lo * p.stride + off - p.padding;
+        if p.stride == 1 {
+            for (o, s) in row[j0..j0 + (t_hi - t_lo)].iter_mut().zip(&src[t_lo..t_hi]) {
+                *o += s;
+            }
+        } else {
+            for (o, s) in row[j0..].iter_mut().step_by(p.stride).zip(&src[t_lo..t_hi]) {
+                *o += s;
+            }
+        }
+    }
+
+    /// Depthwise-style route: each output channel reads one input channel.
+    fn scatter_direct(&self, x: &[f32], t_in: usize, co0: usize, rows: &mut [f32], t_out: usize) {
+        let p = &self.params;
+        let cog = p.c_out / p.groups;
+        for (r, row) in rows.chunks_exact_mut(t_out).enumerate() {
+            let co = co0 + r;
+            let (ci, col) = (co / cog, co % cog);
+            let xr = &x[ci * t_in..(ci + 1) * t_in];
+            for tap in 0..p.kernel {
+                let w = self.weight[(ci * cog + col) * p.kernel + tap];
+                let off = tap * p.dilation;
+                let t_lo = p.padding.saturating_sub(off).div_ceil(p.stride);
+                let t_hi = (t_out + p.padding)
+                    .saturating_sub(off)
+                    .div_ceil(p.stride)
+                    .min(t_in);
+                if t_lo >= t_hi {
+                    continue;
+                }
+                let j0 = t_lo * p.stride + off - p.padding;
+                for (o, s) in row[j0..].iter_mut().step_by(p.stride).zip(&xr[t_lo..t_hi]) {
+                    *o += w * s;
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct SharedCols(*mut f32);
+// SAFETY: lanes use disjoint per-block regions only (see `forward`).
+unsafe impl Send for SharedCols {}
+// SAFETY: as above.
+unsafe impl Sync for SharedCols {}
+impl SharedCols {
+    fn ptr(&self) -> *mut f32 {
+        self.0
+    }
+}
+
+/// Moshi's `StreamingConvTranspose1d`: causal, trims `kernel − stride` frames
+/// on the right, carrying them (minus bias) into the next step's start.
+#[derive(Debug, Clone)]
+pub struct StreamingConvTranspose1d {
+    conv: ConvTranspose1d,
+    /// `[c_out, kernel − stride]` overlap owed to the next step (bias removed).
+    partial: Vec<f32>,
+    /// Full (untrimmed) output of one step.
+    full: Vec<f32>,
+    ws: ConvTranspose1dWorkspace,
+}
+
+impl StreamingConvTranspose1d {
+    /// Wrap an unpadded, undilated transposed conv with `kernel ≥ stride`; buffers sized for `max_t_in` frames per step.
+    pub fn new(conv: ConvTranspose1d, max_t_in: usize) -> Result<Self, KernelError> {
+        let p = conv.params;
+        if p.padding != 0 || p.output_padding != 0 || p.dilation != 1 || p.kernel < p.stride {
+            return Err(KernelError::Param {
+                what: "streaming conv_transpose1d",
+                detail: format!("needs padding 0, dilation 1 and kernel ≥ stride: {p:?}"),
+            });
+        }
+        let pt = p.kernel - p.stride;
+        let full = p.c_out * p.out_len(max_t_in.max(1))?;
+        let ws = conv.workspace(max_t_in);
+        Ok(Self {
+            partial: vec![0.0; p.c_out * pt],
+            full: vec![0.0; full],
+            ws,
+            conv,
+        })
+    }
+
+    /// Forget the carried overlap (start of a new stream).
+    pub fn reset(&mut self) {
+        self.partial.fill(0.0);
+    }
+
+    /// Output frames for a step of `t_in` input frames: `t_in · stride`.
+    pub fn out_len(&self, t_in: usize) -> usize {
+        t_in * self.conv.params.stride
+    }
+
+    /// One step: `x: [c_in, t_in]` → `out: [c_out, t_in · stride]`.
+    pub fn step(
+        &mut self,
+        pool: &impl Fork,
+        x: &[f32],
+        t_in: usize,
+        out: &mut [f32],
+    ) -> Result<(), KernelError> {
+        let p = self.conv.params;
+        let (s, pt) = (p.stride, p.kernel - p.stride);
+        check_len(
+            "streaming conv_transpose1d output",
+            p.c_out * t_in * s,
+            out.len(),
+        )?;
+        if t_in == 0 {
+            return Ok(());
+        }
+        let lf = p.out_len(t_in)?;
+        if self.full.len() < p.c_out * lf {
+            self.full.resize(p.c_out * lf, 0.0);
+        }
+        let full = &mut self.full[..p.c_out * lf];
+        self.conv.forward(pool, x, t_in, full, &mut self.ws)?;
+        let n = t_in * s;
+        for co in 0..p.c_out {
+            let row = &mut full[co * lf..(co + 1) * lf];
+            let carry = &mut self.partial[co * pt..(co + 1) * pt];
+            for (r, c) in row.iter_mut().zip(carry.iter()) {
+                *r += c;
+            }
+            out[co * n..(co + 1) * n].copy_from_slice(&row[..n]);
+            let b = self.conv.bias.as_ref().map_or(0.0, |b| b[co]);
+            for (c, r) in carry.iter_mut().zip(&row[n..]) {
+                *c = r - b;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use voxlane_runtime::LanePool;
+
+    fn rnd_vec(seed: u64, n: usize) -> Vec<f32> {
+        let mut s = seed | 1;
+        (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+            })
+            .collect()
+    }
+
+    fn assert_close(
+        p: &ConvTranspose1dParams,
+        w: &[f32],
+        x: &[f32],
+        t: usize,
+        got: &[f32],
+        want: &[f32],
+    ) {
+        let aw: Vec<f32> = w.iter().map(|v| v.abs()).collect();
+        let ax: Vec<f32> = x.iter().map(|v| v.abs()).collect();
+        let mag = conv_transpose1d_reference(p, &aw, None, &ax, t).unwrap();
+        assert_eq!(got.len(), want.len());
+        for i in 0..got.len() {
+            let bound = 1e-5 * mag[i] + 1e-6;
+            assert!(
+                (got[i] - want[i]).abs() <= bound,
+                "{p:?} element {i}: {} vs {}",
+                got[i],
+                want[i]
+            );
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn matches_reference(
+            cig in 1usize..5, cog in 1usize..5, g in 1usize..4, k in 1usize..9, s in 1usize..5,
+            d in 1usize..3, pad in 0usize..4, op in 0usize..3, t in 1usize..60, bias in any::<bool>(), seed in any::<u64>(),
+        ) {
+            let mut p = ConvTranspose1dParams::new(cig * g, cog * g, k).stride(s).dilation(d).groups(g);
+            p.output_padding = op.min(s.max(d) - 1);
+            p.padding = pad;
+            prop_assume!(p.out_len(t).is_ok());
+            let w = rnd_vec(seed, p.weight_len());
+            let b = rnd_vec(seed ^ 5, p.c_out);
+            let x = rnd_vec(seed ^ 77, p.c_in * t);
+            let bias = bias.then_some(&b[..]);
+            let want = conv_transpose1d_reference(&p, &w, bias, &x, t).unwrap();
+            let conv = ConvTranspose1d::new(p, &w, bias).unwrap();
+            let pool = LanePool::new(2).unwrap();
+            let mut ws = ConvTranspose1dWorkspace::new();
+            let mut got = vec![f32::NAN; want.len()];
+            conv.forward(&pool, &x, t, &mut got, &mut ws).unwrap();
+            assert_close(&p, &w, &x, t, &got, &want);
+        }
+
+        #[test]
+        fn streaming_equals_batch(
+            cin in 1usize..6, cout in 1usize..6, depthwise in any::<bool>(), s in 1usize..5, extra in 0usize..5,
+            chunks in prop::collection::vec(1usize..6, 1..6), seed in any::<u64>(),
+        ) {
+            let (cout, groups) = if depthwise { (cin, cin) } else { (cout, 1) };
+            let p = ConvTranspose1dParams::new(cin, cout, s + extra).stride(s).groups(groups);
+            let t: usize = chunks.iter().sum();
+            let w = rnd_vec(seed, p.weight_len());
+            let b = rnd_vec(seed ^ 3, cout);
+            let x = rnd_vec(seed ^ 9, cin * t);
+            // Batch: full transposed conv, trimmed by kernel − stride on the right.
+            let full = conv_transpose1d_reference(&p, &w, Some(&b), &x, t).unwrap();
+            let lf = p.out_len(t).unwrap();
+            let pool = LanePool::new(2).unwrap();
+            let conv = ConvTranspose1d::new(p, &w, Some(&b)).unwrap();
+            let mut st = StreamingConvTranspose1d::new(conv, 6).unwrap();
+            let mut got = vec![0.0; cout * t * s];
+            let mut t0 = 0;
+            for &c in &chunks {
+                let xc: Vec<f32> = (0..cin).flat_map(|ci| x[ci * t + t0..ci * t + t0 + c].to_vec()).collect();
+                let mut oc = vec![0.0; cout * c * s];
+                st.step(&pool, &xc, c, &mut oc).unwrap();
+                for co in 0..cout {
+                    got[co * t * s + t0 * s..co * t * s + (t0 + c) * s].copy_from_slice(&oc[co * c * s..(co + 1) * c * s]);
+                }
+                t0 += c;
+            }
+            for co in 0..cout {
+                for j in 0..t * s {
+                    let (g, wv) = (got[co * t * s + j], full[co * lf + j]);
+                    prop_assert!((g - wv).abs() <= 1e-5 * (1.0 + wv.abs()), "co {co} j {j}: {g} vs {wv}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bit_identical_across_budgets() {
+        for p in [
+            ConvTranspose1dParams::new(24, 20, 12)
+                .stride(6)
+                .padding(3, 0),
+            ConvTranspose1dParams::new(16, 16, 3)
+                .stride(2)
+                .padding(1, 1)
+                .groups(16),
+            ConvTranspose1dParams::new(12, 18, 4).stride(2).groups(3),
+        ] {
+            let t = 150;
+            let w = rnd_vec(1, p.weight_len());
+            let b = rnd_vec(2, p.c_out);
+            let x = rnd_vec(3, p.c_in * t);
+            let conv = ConvTranspose1d::new(p, &w, Some(&b)).unwrap();
+            let mut ws = conv.workspace(t);
+            let mut first: Option<Vec<f32>> = None;
+            for threads in 1..=4 {
+                let pool = LanePool::new(threads).unwrap();
+                let mut out = vec![0.0; p.c_out * p.out_len(t).unwrap()];
+                conv.forward(&pool, &x, t, &mut out, &mut ws).unwrap();
+                match &first {
+                    None => first = Some(out),
+                    Some(f) => assert!(f.iter().zip(&out).all(|(a, b)| a.to_bits() == b.to_bits())),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_inputs_are_errors() {
+        let p = ConvTranspose1dParams::new(4, 6, 3).groups(4);
+        assert!(p.validate().is_err());
+        let p = ConvTranspose1dParams::new(1, 1, 3).padding(0, 1);
+        assert!(p.validate().is_err());
+        let p = ConvTranspose1dParams::new(1, 1, 3).padding(3, 0);
+        assert!(p.out_len(1).is_err());
+        let conv = ConvTranspose1d::new(
+            ConvTranspose1dParams::new(1, 1, 2).stride(4),
+            &[0.0; 2],
+            None,
+        )
+        .unwrap();
+        assert!(StreamingConvTranspose1d::new(conv, 4).is_err());
+    }
+}
