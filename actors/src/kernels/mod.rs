@@ -8,6 +8,7 @@ pub mod cpu;
 pub mod elementwise;
 pub mod error;
 pub mod f32_matvec;
+pub mod lstm;
 pub mod matmul;
 pub mod sgemm;
 

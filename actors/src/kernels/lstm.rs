@@ -1,0 +1,592 @@
+//! LSTM with PyTorch semantics (gate order i, f, g, o; `bias_ih + bias_hh`),
+//! uni- or bidirectional, batch 1, input `[T, I]` time-major.
+//!
+//! The input projection of all `T` steps is one [`sgemm`] per direction
+//! (split over fixed blocks of [`T_CHUNK`] steps); the recurrence is a SIMD
+//! matvec `W_hh · h` per step with the gate nonlinearities and cell update
+//! fused after it, on the [`SimdLevel`] route. The two directions of a
+//! bidirectional LSTM run as two lanes.
+
+use voxlane_runtime::Fork;
+
+use super::cpu::{simd_level, SimdLevel};
+use super::elementwise::fast_math::{sigmoid_v, tanh_v};
+use super::elementwise::simd::{dispatch, map_inplace, SimdFn, Vf32};
+use super::error::{check_len, KernelError};
+use super::sgemm::{sgemm, MatRef};
+
+/// Time steps per parallel block of the input projection (fixed: determinism).
+pub const T_CHUNK: usize = 64;
+
+/// Borrowed PyTorch-layout weights of one direction.
+#[derive(Debug, Clone, Copy)]
+pub struct LstmWeights<'a> {
+    /// `weight_ih`: `[4H, I]`, gate blocks i, f, g, o.
+    pub w_ih: &'a [f32],
+    /// `weight_hh`: `[4H, H]`.
+    pub w_hh: &'a [f32],
+    /// `bias_ih`: `[4H]`, if present.
+    pub b_ih: Option<&'a [f32]>,
+    /// `bias_hh`: `[4H]`, if present.
+    pub b_hh: Option<&'a [f32]>,
+}
+
+#[derive(Debug, Clone)]
+struct Direction {
+    w_ih: Vec<f32>,
+    w_hh: Vec<f32>,
+    /// `bias_ih + bias_hh`.
+    bias: Vec<f32>,
+}
+
+/// A bound LSTM layer.
+#[derive(Debug, Clone)]
+pub struct Lstm {
+    input: usize,
+    hidden: usize,
+    dirs: Vec<Direction>,
+    level: SimdLevel,
+}
+
+/// Hidden and cell state `[directions, H]`, carried between calls for streaming.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LstmState {
+    /// Hidden state per direction.
+    pub h: Vec<f32>,
+    /// Cell state per direction.
+    pub c: Vec<f32>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct DirScratch {
+    /// `[T, 4H]` gate pre-activations.
+    gates: Vec<f32>,
+    /// `[T, H]` hidden outputs.
+    hseq: Vec<f32>,
+    h: Vec<f32>,
+    c: Vec<f32>,
+}
+
+/// Reusable scratch for [`Lstm::forward`], sized once for the max sequence length.
+#[derive(Debug, Clone, Default)]
+pub struct LstmWorkspace {
+    dirs: Vec<DirScratch>,
+}
+
+impl LstmWorkspace {
+    /// Grow so `lstm` runs sequences of up to `max_t` steps without allocating.
+    pub fn reserve(&mut self, lstm: &Lstm, max_t: usize) {
+        let h = lstm.hidden;
+        if self.dirs.len() < lstm.dirs.len() {
+            self.dirs.resize(lstm.dirs.len(), DirScratch::default());
+        }
+        for d in &mut self.dirs {
+            grow(&mut d.gates, max_t * 4 * h);
+            grow(&mut d.hseq, max_t * h);
+            grow(&mut d.h, h);
+            grow(&mut d.c, h);
+        }
+    }
+}
+
+fn grow(v: &mut Vec<f32>, n: usize) {
+    if v.len() < n {
+        v.resize(n, 0.0);
+    }
+}
+
+impl Lstm {
+    /// Bind one ([`LstmWeights`] per direction) or two (forward, reverse) directions.
+    pub fn new(input: usize, hidden: usize, dirs: &[LstmWeights<'_>]) -> Result<Self, KernelError> {
+        if input == 0 || hidden == 0 || dirs.is_empty() || dirs.len() > 2 {
+            return Err(KernelError::Param {
+                what: "lstm shape",
+                detail: format!("input {input}, hidden {hidden}, {} directions", dirs.len()),
+            });
+        }
+        let g = 4 * hidden;
+        let mut bound = Vec::with_capacity(dirs.len());
+        for w in dirs {
+            check_len("lstm weight_ih", g * input, w.w_ih.len())?;
+            check_len("lstm weight_hh", g * hidden, w.w_hh.len())?;
+            let mut bias = vec![0.0; g];
+            for b in [w.b_ih, w.b_hh].into_iter().flatten() {
+                check_len("lstm bias", g, b.len())?;
+                bias.iter_mut().zip(b).for_each(|(a, b)| *a += b);
+            }
+            bound.push(Direction {
+                w_ih: w.w_ih.to_vec(),
+                w_hh: w.w_hh.to_vec(),
+                bias,
+            });
+        }
+        Ok(Self {
+            input,
+            hidden,
+            dirs: bound,
+            level: simd_level(),
+        })
+    }
+
+    /// Hidden size `H`.
+    pub fn hidden(&self) -> usize {
+        self.hidden
+    }
+
+    /// Number of directions (1 or 2); the output has `directions · H` columns.
+    pub fn directions(&self) -> usize {
+        self.dirs.len()
+    }
+
+    /// Choose the SIMD route (capped at what the CPU supports; default: the best).
+    pub fn set_level(&mut self, level: SimdLevel) {
+        self.level = level;
+    }
+
+    /// A zero state.
+    pub fn zero_state(&self) -> LstmState {
+        let n = self.dirs.len() * self.hidden;
+        LstmState {
+            h: vec![0.0; n],
+            c: vec![0.0; n],
+        }
+    }
+
+    /// A workspace sized for up to `max_t` steps.
+    pub fn workspace(&self, max_t: usize) -> LstmWorkspace {
+        let mut ws = LstmWorkspace::default();
+        ws.reserve(self, max_t);
+        ws
+    }
+
+    /// `out: [T, directions · H]` from `x: [T, I]`, starting from a zero state.
+    pub fn forward(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t: usize,
+        out: &mut [f32],
+        ws: &mut LstmWorkspace,
+    ) -> Result<(), KernelError> {
+        self.run(pool, x, t, out, ws, None)
+    }
+
+    /// As [`Lstm::forward`], starting from `state` and leaving the final state in it.
+    ///
+    /// For a unidirectional LSTM this streams: consecutive calls equal one
+    /// call on the concatenated input.
+    pub fn forward_with_state(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t: usize,
+        out: &mut [f32],
+        ws: &mut LstmWorkspace,
+        state: &mut LstmState,
+    ) -> Result<(), KernelError> {
+        self.run(pool, x, t, out, ws, Some(state))
+    }
+
+    fn run(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t: usize,
+        out: &mut [f32],
+        ws: &mut LstmWorkspace,
+        mut state: Option<&mut LstmState>,
+    ) -> Result<(), KernelError> {
+        let (h, nd) = (self.hidden, self.dirs.len());
+        check_len("lstm input", t * self.input, x.len())?;
+        check_len("lstm output", t * nd * h, out.len())?;
+        if let Some(s) = state.as_deref() {
+            check_len("lstm state h", nd * h, s.h.len())?;
+            check_len("lstm state c", nd * h, s.c.len())?;
+        }
+        ws.reserve(self, t);
+        for (d, sc) in ws.dirs.iter_mut().take(nd).enumerate() {
+            match state.as_deref() {
+                Some(s) => {
+                    sc.h[..h].copy_from_slice(&s.h[d * h..(d + 1) * h]);
+                    sc.c[..h].copy_from_slice(&s.c[d * h..(d + 1) * h]);
+                }
+                None => {
+                    sc.h[..h].fill(0.0);
+                    sc.c[..h].fill(0.0);
+                }
+            }
+        }
+        if t == 0 {
+            return Ok(());
+        }
+        // Input projection: gates[t] = bias + W_ih · x[t], fixed blocks of steps.
+        let g = 4 * h;
+        for (dir, sc) in self.dirs.iter().zip(ws.dirs.iter_mut()) {
+            let failure = std::sync::Mutex::new(None);
+            pool.for_each_chunk_mut(&mut sc.gates[..t * g], T_CHUNK * g, |ci, block| {
+                let rows = block.len() / g;
+                for row in block.chunks_exact_mut(g) {
+                    row.copy_from_slice(&dir.bias);
+                }
+                let xs = &x[ci * T_CHUNK * self.input..(ci * T_CHUNK + rows) * self.input];
+                let a = MatRef::row_major(xs, self.input);
+                let b = MatRef::transposed(&dir.w_ih, self.input);
+                if let Err(e) = sgemm(rows, g, self.input, a, b, block, g, true) {
+                    *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                }
+            })?;
+            if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                return Err(e);
+            }
+        }
+        // Recurrences: one lane per direction.
+        pool.for_each_chunk_mut(&mut ws.dirs[..nd], 1, |d, sc| {
+            let sc = &mut sc[0];
+            dispatch(
+                self.level,
+                Recur {
+                    w_hh: &self.dirs[d].w_hh,
+                    hidden: h,
+                    t,
+                    reverse: d == 1,
+                    gates: &mut sc.gates[..t * g],
+                    hseq: &mut sc.hseq[..t * h],
+                    h: &mut sc.h[..h],
+                    c: &mut sc.c[..h],
+                },
+            );
+        })?;
+        for (d, sc) in ws.dirs.iter().take(nd).enumerate() {
+            for (orow, hrow) in out.chunks_exact_mut(nd * h).zip(sc.hseq.chunks_exact(h)) {
+                orow[d * h..(d + 1) * h].copy_from_slice(hrow);
+            }
+            if let Some(s) = state.as_deref_mut() {
+                s.h[d * h..(d + 1) * h].copy_from_slice(&sc.h[..h]);
+                s.c[d * h..(d + 1) * h].copy_from_slice(&sc.c[..h]);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The recurrence of one direction over all steps.
+struct Recur<'a> {
+    w_hh: &'a [f32],
+    hidden: usize,
+    t: usize,
+    reverse: bool,
+    gates: &'a mut [f32],
+    hseq: &'a mut [f32],
+    h: &'a mut [f32],
+    c: &'a mut [f32],
+}
+
+impl SimdFn for Recur<'_> {
+    type Out = ();
+    #[inline(always)]
+    fn call<V: Vf32>(self) {
+        let hd = self.hidden;
+        for step in 0..self.t {
+            let ti = if self.reverse {
+                self.t - 1 - step
+            } else {
+                step
+            };
+            let g = &mut self.gates[ti * 4 * hd..(ti + 1) * 4 * hd];
+            matvec_acc::<V>(self.w_hh, self.h, g);
+            let (ifg, o) = g.split_at_mut(3 * hd);
+            let (i_f, gg) = ifg.split_at_mut(2 * hd);
+            map_inplace::<V>(i_f, sigmoid_v);
+            map_inplace::<V>(gg, tanh_v);
+            map_inplace::<V>(o, sigmoid_v);
+            let (i, f) = i_f.split_at(hd);
+            // c = f·c + i·g; h = o·tanh(c), tanh done in place on a copy in h.
+            for j in 0..hd {
+                self.c[j] = f[j] * self.c[j] + i[j] * gg[j];
+                self.h[j] = self.c[j];
+            }
+            map_inplace::<V>(self.h, tanh_v);
+            for (hj, oj) in self.h.iter_mut().zip(o.iter()) {
+                *hj *= oj;
+            }
+            self.hseq[ti * hd..(ti + 1) * hd].copy_from_slice(self.h);
+        }
+    }
+}
+
+/// `y[r] += Σ_j w[r, j] · v[j]` for row-major `w: [y.len(), v.len()]`.
+#[inline(always)]
+fn matvec_acc<V: Vf32>(w: &[f32], v: &[f32], y: &mut [f32]) {
+    let n = v.len();
+    let main = n - n % V::LANES;
+    let rows = y.len();
+    assert!(w.len() >= rows * n);
+    let mut r = 0;
+    // Four rows per pass share each load of `v`.
+    while r + 4 <= rows {
+        let mut acc = [V::splat(0.0); 4];
+        let mut j = 0;
+        while j < main {
+            // SAFETY: j + LANES ≤ main ≤ n; rows r..r+4 are < rows, asserted above.
+            unsafe {
+                let vv = V::load(v.as_ptr().add(j));
+                for (q, a) in acc.iter_mut().enumerate() {
+                    *a = V::load(w.as_ptr().add((r + q) * n + j)).mul_add(vv, *a);
+                }
+            }
+            j += V::LANES;
+        }
+        for (q, a) in acc.iter().enumerate() {
+            let row = &w[(r + q) * n..(r + q + 1) * n];
+            let tail: f32 = row[main..].iter().zip(&v[main..]).map(|(a, b)| a * b).sum();
+            y[r + q] += a.hsum() + tail;
+        }
+        r += 4;
+    }
+    for (q, yq) in y.iter_mut().enumerate().skip(r) {
+        let row = &w[q * n..(q + 1) * n];
+        *yq += row.iter().zip(v).map(|(a, b)| a * b).sum::<f32>();
+    }
+}
+
+/// Reorder ONNX LSTM gate blocks (i, o, f, c) into PyTorch order (i, f, g, o).
+///
+/// `w` is `[num_dir, 4H, cols]` (ONNX `W`, `R`, or one half of `B` with
+/// `cols = 1`); the result has the same shape.
+pub fn onnx_to_pytorch_gates(
+    w: &[f32],
+    num_dir: usize,
+    hidden: usize,
+) -> Result<Vec<f32>, KernelError> {
+    let block_rows = num_dir * 4 * hidden;
+    if block_rows == 0 || w.len() % block_rows != 0 {
+        return Err(KernelError::Param {
+            what: "onnx lstm weights",
+            detail: format!("{} elements is not [{num_dir}, 4·{hidden}, cols]", w.len()),
+        });
+    }
+    let block = hidden * (w.len() / block_rows);
+    let mut out = Vec::with_capacity(w.len());
+    for d in w.chunks_exact(4 * block) {
+        // PyTorch i, f, g, o = ONNX blocks 0, 2, 3, 1.
+        for src in [0, 2, 3, 1] {
+            out.extend_from_slice(&d[src * block..(src + 1) * block]);
+        }
+    }
+    Ok(out)
+}
+
+/// Split ONNX LSTM `B: [num_dir, 8H]` into PyTorch `(bias_ih, bias_hh)`, each `[num_dir, 4H]`.
+pub fn onnx_lstm_bias(
+    b: &[f32],
+    num_dir: usize,
+    hidden: usize,
+) -> Result<(Vec<f32>, Vec<f32>), KernelError> {
+    check_len("onnx lstm bias", num_dir * 8 * hidden, b.len())?;
+    let (mut wb, mut rb) = (Vec::new(), Vec::new());
+    for d in b.chunks_exact(8 * hidden) {
+        wb.extend_from_slice(&d[..4 * hidden]);
+        rb.extend_from_slice(&d[4 * hidden..]);
+    }
+    Ok((
+        onnx_to_pytorch_gates(&wb, num_dir, hidden)?,
+        onnx_to_pytorch_gates(&rb, num_dir, hidden)?,
+    ))
+}
+
+/// Readable f64 reference: `[T, directions · H]` from `x: [T, I]` and zero state.
+pub fn lstm_reference(
+    input: usize,
+    hidden: usize,
+    dirs: &[LstmWeights<'_>],
+    x: &[f32],
+    t: usize,
+) -> Vec<f32> {
+    let nd = dirs.len();
+    let mut out = vec![0.0f32; t * nd * hidden];
+    let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
+    for (d, w) in dirs.iter().enumerate() {
+        let mut h = vec![0.0f64; hidden];
+        let mut c = vec![0.0f64; hidden];
+        for step in 0..t {
+            let ti = if d == 1 { t - 1 - step } else { step };
+            let mut g = vec![0.0f64; 4 * hidden];
+            for (r, gr) in g.iter_mut().enumerate() {
+                let mut acc =
+                    w.b_ih.map_or(0.0, |b| b[r] as f64) + w.b_hh.map_or(0.0, |b| b[r] as f64);
+                for i in 0..input {
+                    acc += w.w_ih[r * input + i] as f64 * x[ti * input + i] as f64;
+                }
+                for (j, hj) in h.iter().enumerate() {
+                    acc += w.w_hh[r * hidden + j] as f64 * hj;
+                }
+                *gr = acc;
+            }
+            for j in 0..hidden {
+                let (i, f) = (sig(g[j]), sig(g[hidden + j]));
+                let (gg, o) = (g[2 * hidden + j].tanh(), sig(g[3 * hidden + j]));
+                c[j] = f * c[j] + i * gg;
+                h[j] = o * c[j].tanh();
+                out[ti * nd * hidden + d * hidden + j] = h[j] as f32;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::cpu::available_levels;
+    use proptest::prelude::*;
+    use voxlane_runtime::LanePool;
+
+    fn rnd_vec(seed: u64, n: usize, scale: f32) -> Vec<f32> {
+        let mut s = seed | 1;
+        (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                scale * (((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5)
+            })
+            .collect()
+    }
+
+    struct Owned {
+        w_ih: Vec<f32>,
+        w_hh: Vec<f32>,
+        b_ih: Vec<f32>,
+        b_hh: Vec<f32>,
+    }
+
+    fn weights(seed: u64, input: usize, hidden: usize) -> Owned {
+        Owned {
+            w_ih: rnd_vec(seed, 4 * hidden * input, 1.0),
+            w_hh: rnd_vec(seed ^ 1, 4 * hidden * hidden, 1.0),
+            b_ih: rnd_vec(seed ^ 2, 4 * hidden, 1.0),
+            b_hh: rnd_vec(seed ^ 3, 4 * hidden, 1.0),
+        }
+    }
+
+    fn view(o: &Owned) -> LstmWeights<'_> {
+        LstmWeights {
+            w_ih: &o.w_ih,
+            w_hh: &o.w_hh,
+            b_ih: Some(&o.b_ih),
+            b_hh: Some(&o.b_hh),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        #[test]
+        fn matches_reference(input in 1usize..24, hidden in 1usize..40, t in 1usize..90, bidir in any::<bool>(), seed in any::<u64>()) {
+            let owned: Vec<Owned> = (0..1 + bidir as u64).map(|d| weights(seed ^ (d << 8), input, hidden)).collect();
+            let dirs: Vec<LstmWeights<'_>> = owned.iter().map(view).collect();
+            let x = rnd_vec(seed ^ 99, t * input, 2.0);
+            let want = lstm_reference(input, hidden, &dirs, &x, t);
+            let mut lstm = Lstm::new(input, hidden, &dirs).unwrap();
+            let pool = LanePool::new(2).unwrap();
+            for level in available_levels() {
+                lstm.set_level(level);
+                let mut ws = LstmWorkspace::default();
+                let mut got = vec![f32::NAN; want.len()];
+                lstm.forward(&pool, &x, t, &mut got, &mut ws).unwrap();
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    prop_assert!((g - w).abs() <= 2e-5, "{level:?} {i}: {g} vs {w}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bit_identical_across_budgets_and_streams() {
+        let (input, hidden, t) = (48, 36, 150);
+        let owned = [weights(1, input, hidden), weights(2, input, hidden)];
+        let dirs: Vec<_> = owned.iter().map(view).collect();
+        let x = rnd_vec(5, t * input, 2.0);
+        let lstm = Lstm::new(input, hidden, &dirs).unwrap();
+        let mut ws = lstm.workspace(t);
+        let mut first: Option<Vec<f32>> = None;
+        for threads in 1..=4 {
+            let pool = LanePool::new(threads).unwrap();
+            let mut out = vec![0.0; t * 2 * hidden];
+            lstm.forward(&pool, &x, t, &mut out, &mut ws).unwrap();
+            match &first {
+                None => first = Some(out),
+                Some(f) => assert!(f.iter().zip(&out).all(|(a, b)| a.to_bits() == b.to_bits())),
+            }
+        }
+        // Unidirectional streaming: two halves with carried state == one pass.
+        let uni = Lstm::new(input, hidden, &dirs[..1]).unwrap();
+        let pool = LanePool::new(2).unwrap();
+        let mut full = vec![0.0; t * hidden];
+        uni.forward(&pool, &x, t, &mut full, &mut ws).unwrap();
+        let mut state = uni.zero_state();
+        let split = 61;
+        let mut a = vec![0.0; split * hidden];
+        let mut b = vec![0.0; (t - split) * hidden];
+        uni.forward_with_state(
+            &pool,
+            &x[..split * input],
+            split,
+            &mut a,
+            &mut ws,
+            &mut state,
+        )
+        .unwrap();
+        uni.forward_with_state(
+            &pool,
+            &x[split * input..],
+            t - split,
+            &mut b,
+            &mut ws,
+            &mut state,
+        )
+        .unwrap();
+        a.extend_from_slice(&b);
+        for (p, q) in a.iter().zip(&full) {
+            assert!((p - q).abs() <= 1e-6, "{p} vs {q}");
+        }
+    }
+
+    #[test]
+    fn onnx_reorder_round_trip() {
+        let (nd, h, cols) = (2, 3, 5);
+        // PyTorch layout: value encodes (dir, gate, row, col).
+        let pt: Vec<f32> = (0..nd * 4 * h * cols).map(|i| i as f32).collect();
+        // Build ONNX iofc from PyTorch ifgo: ONNX blocks = PyTorch blocks 0, 3, 1, 2.
+        let block = h * cols;
+        let mut onnx = Vec::new();
+        for d in pt.chunks_exact(4 * block) {
+            for src in [0, 3, 1, 2] {
+                onnx.extend_from_slice(&d[src * block..(src + 1) * block]);
+            }
+        }
+        assert_eq!(onnx_to_pytorch_gates(&onnx, nd, h).unwrap(), pt);
+        let b: Vec<f32> = (0..nd * 8 * h).map(|i| i as f32).collect();
+        let (bi, bh) = onnx_lstm_bias(&b, nd, h).unwrap();
+        assert_eq!(bi.len(), nd * 4 * h);
+        // Direction 0, PyTorch gate f (block 1) = ONNX block 2 of W-bias.
+        assert_eq!(bi[h], b[2 * h]);
+        assert_eq!(bh[0], b[4 * h]);
+        assert!(onnx_to_pytorch_gates(&[0.0; 7], 1, 1).is_err());
+    }
+
+    #[test]
+    fn shape_errors() {
+        assert!(Lstm::new(2, 3, &[]).is_err());
+        let o = weights(1, 2, 3);
+        let mut bad = view(&o);
+        bad.w_hh = &o.w_hh[1..];
+        assert!(Lstm::new(2, 3, &[bad]).is_err());
+        let lstm = Lstm::new(2, 3, &[view(&o)]).unwrap();
+        let pool = LanePool::new(1).unwrap();
+        let mut ws = LstmWorkspace::default();
+        assert!(lstm
+            .forward(&pool, &[0.0; 5], 3, &mut [0.0; 9], &mut ws)
+            .is_err());
+    }
+}
