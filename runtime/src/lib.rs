@@ -7,6 +7,7 @@
 pub mod actor_host;
 pub mod diagnostics;
 pub mod lane_pool;
+pub mod weights;
 
 pub use actor_host::{Actor, ActorHost, Address, HostError};
 pub use diagnostics::{Diagnostics, DiagnosticsSnapshot};

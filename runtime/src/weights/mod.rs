@@ -1,0 +1,17 @@
+//! Weight loading: safetensors files, memory-mapped with memmap2.
+//!
+//! Tensors stay in the mapping until a stage binds them; `dtype` says how the
+//! bytes read (f32, f16, bf16, and int8/uint8 for quantized weights, whose
+//! scales and zero points are separate tensors). voxlane also *writes*
+//! safetensors ([`writer`]) for its own converted weight files, so one reader
+//! serves official checkpoints and converted models alike.
+
+pub mod dtype;
+pub mod error;
+pub mod file;
+pub mod writer;
+
+pub use dtype::DType;
+pub use error::WeightError;
+pub use file::{TensorView, WeightFile};
+pub use writer::{write_safetensors, TensorData};
