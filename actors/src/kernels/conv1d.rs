@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use voxlane_runtime::Fork;
 
 use super::cpu::{simd_level, SimdLevel};
-use super::elementwise::simd::{dispatch, SimdFn, Vf32};
+use super::elementwise::simd::{dispatch, SimdFn, Vf32, MAX_LANES};
 use super::error::{check_len, KernelError};
 use super::sgemm::{sgemm, MatRef};
 
@@ -136,7 +136,10 @@ impl Conv1dParams {
         if self.stride == 0 || self.dilation == 0 {
             return bad("conv1d stride/dilation", format!("must be ≥ 1: {self:?}"));
         }
-        if self.groups == 0 || self.c_in % self.groups != 0 || self.c_out % self.groups != 0 {
+        if self.groups == 0
+            || !self.c_in.is_multiple_of(self.groups)
+            || !self.c_out.is_multiple_of(self.groups)
+        {
             return bad(
                 "conv1d groups",
                 format!(
@@ -264,8 +267,16 @@ impl SharedOut {
 pub struct Conv1dWorkspace {
     /// Padded input `[C_in, T_pad]`.
     xpad: Vec<f32>,
-    /// Per-chunk output tiles `[chunks][C_out · TIME_CHUNK]`.
+    scratch: Scratch,
+}
+
+/// Route-specific scratch, separate from `xpad` so both can be borrowed at once.
+#[derive(Debug, Default, Clone)]
+struct Scratch {
+    /// GEMM route: per-chunk output tiles `[chunks][C_out · TIME_CHUNK]`.
     tiles: Vec<f32>,
+    /// Strided direct route: the padded input split into `stride` phases.
+    phase: Vec<f32>,
 }
 
 impl Conv1dWorkspace {
@@ -278,98 +289,157 @@ impl Conv1dWorkspace {
     pub fn reserve(&mut self, conv: &Conv1d, max_t_in: usize) -> Result<(), KernelError> {
         let p = &conv.params;
         let tp = p.padded_len(max_t_in);
-        let t_out = out_len_padded(tp, p.span(), p.stride)?;
-        self.reserve_raw(p.c_in * tp, p.c_out, t_out);
-        Ok(())
-    }
-
-    fn reserve_raw(&mut self, xpad: usize, c_out: usize, t_out: usize) {
-        let tiles = t_out.div_ceil(TIME_CHUNK) * c_out * TIME_CHUNK;
-        if self.xpad.len() < xpad {
-            self.xpad.resize(xpad, 0.0);
-        }
-        if self.tiles.len() < tiles {
-            self.tiles.resize(tiles, 0.0);
-        }
+        grow(&mut self.xpad, p.c_in * tp);
+        self.scratch.reserve(conv, tp)
     }
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        (self.xpad.len() + self.tiles.len()) * 4
+        (self.xpad.len() + self.scratch.tiles.len() + self.scratch.phase.len()) * 4
     }
 }
 
-/// A bound 1-D convolution: parameters, weights in route-friendly layout, bias.
+impl Scratch {
+    fn reserve(&mut self, conv: &Conv1d, tp: usize) -> Result<(), KernelError> {
+        let p = &conv.params;
+        let t_out = out_len_padded(tp, p.span(), p.stride)?;
+        match &conv.route {
+            Route::Gemm => grow(
+                &mut self.tiles,
+                t_out.div_ceil(TIME_CHUNK) * p.c_out * TIME_CHUNK,
+            ),
+            Route::Phase(inner) => grow(
+                &mut self.phase,
+                inner.params.c_in * (t_out + inner.params.kernel - 1),
+            ),
+            Route::Depthwise | Route::Direct => {}
+        }
+        Ok(())
+    }
+}
+
+/// Grow `v` to `n` elements plus [`MAX_LANES`] of slack, so a vector that
+/// starts inside the last row may read past its end without leaving the buffer.
+fn grow(v: &mut Vec<f32>, n: usize) {
+    if v.len() < n + MAX_LANES {
+        v.resize(n + MAX_LANES, 0.0);
+    }
+}
+
+/// Which algorithm a dense (`C_in/groups > 1`) convolution uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Conv1dRoute {
+    /// Register-blocked direct microkernel; `stride > 1` is first split into
+    /// `stride` input phases, making it a stride-1 conv. The fast default.
+    #[default]
+    Direct,
+    /// One [`sgemm`] per kernel tap on a strided view of the input.
+    Gemm,
+}
+
+/// How the bound weights are laid out.
+#[derive(Debug, Clone)]
+enum Route {
+    /// `[c_out, 1, kernel]` as given.
+    Depthwise,
+    /// `[groups][co block][c_in/groups][kernel][MR]`, zero-padded rows.
+    Direct,
+    /// A stride-1 conv over the `stride` phases of the input (it owns the weights).
+    Phase(Box<Conv1d>),
+    /// `[groups][kernel][c_out/groups][c_in/groups]`, one matrix per tap.
+    Gemm,
+}
+
+/// A bound 1-D convolution: parameters, weights in the route's layout, bias.
 #[derive(Debug, Clone)]
 pub struct Conv1d {
     params: Conv1dParams,
-    /// `[c_out, c_in/groups, kernel]` as given (used by the depthwise route).
-    weight: Vec<f32>,
-    /// GEMM route: `[groups][kernel][c_out/groups][c_in/groups]`, one matrix per tap.
-    packed: Vec<f32>,
-    /// Direct route: `[groups][co block][c_in/groups][kernel][MR]`, zero-padded rows.
-    direct: Vec<f32>,
+    route: Route,
+    weights: Vec<f32>,
     bias: Option<Vec<f32>>,
     level: SimdLevel,
 }
 
 impl Conv1d {
-    /// Bind weights `[c_out, c_in/groups, kernel]` and optional bias `[c_out]`.
+    /// Bind weights `[c_out, c_in/groups, kernel]` and optional bias `[c_out]` (direct route).
     pub fn new(
         params: Conv1dParams,
         weight: &[f32],
         bias: Option<&[f32]>,
+    ) -> Result<Self, KernelError> {
+        Self::with_route(params, weight, bias, Conv1dRoute::Direct)
+    }
+
+    /// As [`Conv1d::new`] with an explicit dense route (depthwise convs ignore it).
+    pub fn with_route(
+        params: Conv1dParams,
+        weight: &[f32],
+        bias: Option<&[f32]>,
+        route: Conv1dRoute,
     ) -> Result<Self, KernelError> {
         params.validate()?;
         check_len("conv1d weight", params.weight_len(), weight.len())?;
         if let Some(b) = bias {
             check_len("conv1d bias", params.c_out, b.len())?;
         }
-        let (cig, cog, k) = (
-            params.c_in / params.groups,
-            params.c_out / params.groups,
-            params.kernel,
-        );
-        let dense = cig > 1;
-        let packed = if dense && params.stride > 1 {
+        let p = &params;
+        let (cig, cog, k) = (p.c_in / p.groups, p.c_out / p.groups, p.kernel);
+        let at =
+            |g: usize, o: usize, i: usize, tap: usize| weight[((g * cog + o) * cig + i) * k + tap];
+        let (route, weights) = if cig == 1 {
+            (Route::Depthwise, weight.to_vec())
+        } else if route == Conv1dRoute::Gemm {
             let mut packed = vec![0.0; weight.len()];
-            for g in 0..params.groups {
+            for g in 0..p.groups {
                 for tap in 0..k {
                     for o in 0..cog {
                         for i in 0..cig {
-                            packed[((g * k + tap) * cog + o) * cig + i] =
-                                weight[((g * cog + o) * cig + i) * k + tap];
+                            packed[((g * k + tap) * cog + o) * cig + i] = at(g, o, i, tap);
                         }
                     }
                 }
             }
-            packed
-        } else {
-            Vec::new()
-        };
-        let direct = if dense && params.stride == 1 {
+            (Route::Gemm, packed)
+        } else if p.stride == 1 {
             let blocks = cog.div_ceil(MR);
-            let mut direct = vec![0.0; params.groups * blocks * cig * k * MR];
-            for g in 0..params.groups {
+            let mut direct = vec![0.0; p.groups * blocks * cig * k * MR];
+            for g in 0..p.groups {
                 for o in 0..cog {
                     let (b, r) = (o / MR, o % MR);
                     for i in 0..cig {
                         for tap in 0..k {
                             direct[(((g * blocks + b) * cig + i) * k + tap) * MR + r] =
-                                weight[((g * cog + o) * cig + i) * k + tap];
+                                at(g, o, i, tap);
                         }
                     }
                 }
             }
-            direct
+            (Route::Direct, direct)
         } else {
-            Vec::new()
+            // Tap k reads x[t·s + k·d] = phase_r[t + q] with k·d = q·s + r: a
+            // stride-1 conv over c_in·s phase channels with q < Q taps.
+            let s = p.stride;
+            let q_taps = (p.span() - 1) / s + 1;
+            let inner_p = Conv1dParams::new(p.c_in * s, p.c_out, q_taps).groups(p.groups);
+            let mut w2 = vec![0.0; inner_p.weight_len()];
+            for g in 0..p.groups {
+                for o in 0..cog {
+                    for i in 0..cig {
+                        for tap in 0..k {
+                            let (q, r) = (tap * p.dilation / s, tap * p.dilation % s);
+                            w2[((g * cog + o) * cig * s + i * s + r) * q_taps + q] =
+                                at(g, o, i, tap);
+                        }
+                    }
+                }
+            }
+            let inner = Conv1d::with_route(inner_p, &w2, bias, Conv1dRoute::Direct)?;
+            (Route::Phase(Box::new(inner)), Vec::new())
         };
         Ok(Self {
             params,
-            weight: weight.to_vec(),
-            packed,
-            direct,
+            route,
+            weights,
             bias: bias.map(<[f32]>::to_vec),
             level: simd_level(),
         })
@@ -383,6 +453,9 @@ impl Conv1d {
     /// Choose the SIMD route (capped at what the CPU supports; default: the best).
     pub fn set_level(&mut self, level: SimdLevel) {
         self.level = level;
+        if let Route::Phase(inner) = &mut self.route {
+            inner.set_level(level);
+        }
     }
 
     /// A workspace sized for inputs of up to `max_t_in` frames.
@@ -406,30 +479,63 @@ impl Conv1d {
         let tp = p.padded_len(t_in);
         let t_out = p.out_len(t_in)?;
         check_len("conv1d output", p.c_out * t_out, out.len())?;
-        ws.reserve_raw(p.c_in * tp, p.c_out, t_out);
+        grow(&mut ws.xpad, p.c_in * tp);
         let xpad = &mut ws.xpad[..p.c_in * tp];
         pad_into(x, t_in, p.pad_left, p.pad_right, p.pad_mode, xpad)?;
-        self.run_padded(pool, &ws.xpad[..p.c_in * tp], tp, out, &mut ws.tiles)
+        self.run_padded(pool, &ws.xpad, tp, out, &mut ws.scratch)
     }
 
-    /// Convolve an already padded `xpad: [c_in, tp]` (no further padding).
-    pub(crate) fn run_padded(
+    /// Convolve an already padded `xpad: [c_in, tp]` (no further padding);
+    /// elements past `c_in · tp` are slack the direct route may read and ignore.
+    fn run_padded(
         &self,
         pool: &impl Fork,
         xpad: &[f32],
         tp: usize,
         out: &mut [f32],
-        tiles: &mut [f32],
+        scratch: &mut Scratch,
     ) -> Result<(), KernelError> {
         let p = &self.params;
         let t_out = out_len_padded(tp, p.span(), p.stride)?;
         check_len("conv1d output", p.c_out * t_out, out.len())?;
-        if p.c_in == p.groups {
-            return self.run_depthwise(pool, xpad, tp, t_out, out);
+        if xpad.len() < p.c_in * tp {
+            check_len("conv1d padded input", p.c_in * tp, xpad.len())?;
         }
-        if p.stride == 1 {
-            return self.run_direct(pool, xpad, tp, t_out, out);
+        scratch.reserve(self, tp)?;
+        match &self.route {
+            Route::Depthwise => self.run_depthwise(pool, xpad, tp, t_out, out),
+            Route::Direct => self.run_direct(pool, xpad, tp, t_out, out),
+            Route::Gemm => self.run_gemm(pool, xpad, tp, t_out, out, &mut scratch.tiles),
+            Route::Phase(inner) => {
+                let (s, q) = (p.stride, inner.params.kernel);
+                let u = t_out + q - 1;
+                let phase = &mut scratch.phase[..];
+                for ci in 0..p.c_in {
+                    let src = &xpad[ci * tp..(ci + 1) * tp];
+                    for r in 0..s {
+                        let dst = &mut phase[(ci * s + r) * u..(ci * s + r + 1) * u];
+                        // Frames past the input only meet zero weights.
+                        dst.fill(0.0);
+                        for (d, x) in dst.iter_mut().zip(src.iter().skip(r).step_by(s)) {
+                            *d = *x;
+                        }
+                    }
+                }
+                inner.run_direct(pool, &scratch.phase, u, t_out, out)
+            }
         }
+    }
+
+    fn run_gemm(
+        &self,
+        pool: &impl Fork,
+        xpad: &[f32],
+        tp: usize,
+        t_out: usize,
+        out: &mut [f32],
+        tiles: &mut [f32],
+    ) -> Result<(), KernelError> {
+        let p = &self.params;
         let (cig, cog, k) = (p.c_in / p.groups, p.c_out / p.groups, p.kernel);
         let tile_len = p.c_out * TIME_CHUNK;
         let chunks = t_out.div_ceil(TIME_CHUNK);
@@ -444,7 +550,7 @@ impl Conv1d {
                     let ctile = &mut tile[g * cog * tc..(g + 1) * cog * tc];
                     for tap in 0..k {
                         let w0 = (g * k + tap) * cog * cig;
-                        let a = MatRef::row_major(&self.packed[w0..w0 + cog * cig], cig);
+                        let a = MatRef::row_major(&self.weights[w0..w0 + cog * cig], cig);
                         let x0 = g * cig * tp + t0 * p.stride + tap * p.dilation;
                         let b = MatRef {
                             data: &xpad[x0..],
@@ -521,7 +627,7 @@ impl Conv1d {
             for (r, row) in rows.chunks_exact_mut(t_out).enumerate() {
                 let co = ci * DW_ROWS + r;
                 let src = &xpad[(co / mult) * tp..(co / mult + 1) * tp];
-                let w = &self.weight[co * p.kernel..(co + 1) * p.kernel];
+                let w = &self.weights[co * p.kernel..(co + 1) * p.kernel];
                 let bias = self.bias.as_ref().map_or(0.0, |b| b[co]);
                 dispatch(
                     self.level,
@@ -570,7 +676,8 @@ impl StreamingConv1d {
         }
         let tp = p.span() - p.stride;
         let mut ws = Conv1dWorkspace::new();
-        ws.reserve_raw(p.c_in * (tp + max_t_in), p.c_out, max_t_in / p.stride);
+        grow(&mut ws.xpad, p.c_in * (tp + max_t_in));
+        ws.scratch.reserve(&conv, tp + max_t_in.max(p.stride))?;
         Ok(Self {
             previous: vec![0.0; p.c_in * tp],
             replicate: pad_mode == PadMode::Replicate,
@@ -606,7 +713,7 @@ impl StreamingConv1d {
         out: &mut [f32],
     ) -> Result<(), KernelError> {
         let p = self.conv.params;
-        if t_in == 0 || t_in % p.stride != 0 {
+        if t_in == 0 || !t_in.is_multiple_of(p.stride) {
             return Err(KernelError::Param {
                 what: "streaming conv1d step",
                 detail: format!(
@@ -623,7 +730,7 @@ impl StreamingConv1d {
         )?;
         let hist = p.span() - p.stride;
         let tc = hist + t_in;
-        self.ws.reserve_raw(p.c_in * tc, p.c_out, t_in / p.stride);
+        grow(&mut self.ws.xpad, p.c_in * tc);
         let xpad = &mut self.ws.xpad[..p.c_in * tc];
         for ci in 0..p.c_in {
             let (row, src) = (
@@ -638,13 +745,8 @@ impl StreamingConv1d {
             row[hist..].copy_from_slice(src);
         }
         self.first = false;
-        self.conv.run_padded(
-            pool,
-            &self.ws.xpad[..p.c_in * tc],
-            tc,
-            out,
-            &mut self.ws.tiles,
-        )?;
+        self.conv
+            .run_padded(pool, &self.ws.xpad, tc, out, &mut self.ws.scratch)?;
         for ci in 0..p.c_in {
             let row = &self.ws.xpad[ci * tc..(ci + 1) * tc];
             self.previous[ci * hist..(ci + 1) * hist].copy_from_slice(&row[tc - hist..]);
@@ -692,27 +794,35 @@ impl DirectChunk<'_> {
                     let rows = MR.min(cog - b * MR);
                     let co0 = g * cog + b * MR;
                     let w0 = ((g * blocks + b) * cig + ci0) * k * MR;
-                    let w = &self.conv.direct[w0..w0 + cis * k * MR];
+                    let w = &self.conv.weights[w0..w0 + cis * k * MR];
                     let x0 = (g * cig + ci0) * self.tp;
-                    let x = &self.xpad[x0..x0 + cis * self.tp];
+                    // To the end of the buffer: the tail block may read into the slack.
+                    let x = &self.xpad[x0..];
                     let mut t = self.t0;
                     while t + NV * l <= self.t1 {
-                        self.block::<V, NV>(w, x, cis, co0, rows, t, first);
+                        self.block::<V, NV>(w, x, cis, co0, rows, t, first, NV * l);
                         t += NV * l;
                     }
                     while t + l <= self.t1 {
-                        self.block::<V, 1>(w, x, cis, co0, rows, t, first);
+                        self.block::<V, 1>(w, x, cis, co0, rows, t, first, l);
                         t += l;
                     }
-                    for tt in t..self.t1 {
-                        self.column(w, x, cis, co0, rows, tt, first);
+                    if t < self.t1 && x.len() >= (cis - 1) * self.tp + t + l + (k - 1) * p.dilation
+                    {
+                        // Narrower than a vector: compute a whole one, keep the valid lanes.
+                        self.block::<V, 1>(w, x, cis, co0, rows, t, first, self.t1 - t);
+                    } else {
+                        for tt in t..self.t1 {
+                            self.column(w, x, cis, co0, rows, tt, first);
+                        }
                     }
                 }
             }
         }
     }
 
-    /// `MR × NV·LANES` outputs at column `t`, over the input channels of `x`.
+    /// `MR × NV·LANES` outputs at column `t` over the input channels of `x`;
+    /// only the first `valid` columns are read from / written to `out`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn block<V: Vf32, const NV: usize>(
@@ -724,6 +834,7 @@ impl DirectChunk<'_> {
         rows: usize,
         t: usize,
         first: bool,
+        valid: usize,
     ) {
         let p = &self.conv.params;
         let (k, d, tp, l) = (p.kernel, p.dilation, self.tp, V::LANES);
@@ -737,10 +848,22 @@ impl DirectChunk<'_> {
                 for j in 0..NV {
                     acc[r][j] = if first {
                         V::splat(self.conv.bias.as_ref().map_or(0.0, |b| b[co0 + r]))
-                    } else {
+                    } else if valid == NV * l {
                         // SAFETY: row + NV·LANES ≤ (co0 + r)·t_out + t1 ≤ out.len();
                         // columns t0..t1 of every row belong to this chunk alone.
                         unsafe { V::load(out.wrapping_add(row + j * l)) }
+                    } else {
+                        let mut buf = [0.0f32; MAX_LANES];
+                        let n = valid.saturating_sub(j * l).min(l);
+                        // SAFETY: the first `valid` columns from `row` are this chunk's.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                out.add(row + j * l),
+                                buf.as_mut_ptr(),
+                                n,
+                            );
+                            V::load(buf.as_ptr())
+                        }
                     };
                 }
             }
@@ -779,8 +902,18 @@ impl DirectChunk<'_> {
             if r < rows {
                 let row = (co0 + r) * self.t_out + t;
                 for j in 0..NV {
-                    // SAFETY: as for the loads above.
-                    unsafe { acc[r][j].store(out.wrapping_add(row + j * l)) };
+                    if valid == NV * l {
+                        // SAFETY: as for the loads above.
+                        unsafe { acc[r][j].store(out.wrapping_add(row + j * l)) };
+                    } else {
+                        let mut buf = [0.0f32; MAX_LANES];
+                        let n = valid.saturating_sub(j * l).min(l);
+                        // SAFETY: as above, `n` valid columns only.
+                        unsafe {
+                            acc[r][j].store(buf.as_mut_ptr());
+                            std::ptr::copy_nonoverlapping(buf.as_ptr(), out.add(row + j * l), n);
+                        }
+                    }
                 }
             }
         }
@@ -950,13 +1083,15 @@ mod tests {
             let bias = bias.then_some(&b[..]);
             let want = conv1d_reference(&p, &w, bias, &x, t).unwrap();
             let pool = LanePool::new(2).unwrap();
-            let mut conv = Conv1d::new(p, &w, bias).unwrap();
-            for level in available_levels() {
-                conv.set_level(level);
-                let mut ws = Conv1dWorkspace::new();
-                let mut got = vec![f32::NAN; want.len()];
-                conv.forward(&pool, &x, t, &mut got, &mut ws).unwrap();
-                assert_close(&p, &w, &x, t, &got, &want);
+            for route in [Conv1dRoute::Direct, Conv1dRoute::Gemm] {
+                let mut conv = Conv1d::with_route(p, &w, bias, route).unwrap();
+                for level in available_levels() {
+                    conv.set_level(level);
+                    let mut ws = Conv1dWorkspace::new();
+                    let mut got = vec![f32::NAN; want.len()];
+                    conv.forward(&pool, &x, t, &mut got, &mut ws).unwrap();
+                    assert_close(&p, &w, &x, t, &got, &want);
+                }
             }
         }
     }
@@ -1009,13 +1144,15 @@ mod tests {
                 .stride(2)
                 .groups(3)
                 .padding(1, 2),
+            Conv1dParams::new(10, 14, 8).stride(4).padding(4, 0),
         ];
-        for p in cases {
+        let routes = [Conv1dRoute::Direct, Conv1dRoute::Gemm];
+        for (p, route) in cases.into_iter().flat_map(|p| routes.map(|r| (p, r))) {
             let t = 700;
             let w = rnd_vec(1, p.weight_len());
             let b = rnd_vec(2, p.c_out);
             let x = rnd_vec(3, p.c_in * t);
-            let conv = Conv1d::new(p, &w, Some(&b)).unwrap();
+            let conv = Conv1d::with_route(p, &w, Some(&b), route).unwrap();
             let mut ws = conv.workspace(t).unwrap();
             let mut first: Option<Vec<f32>> = None;
             for threads in 1..=4 {
@@ -1053,32 +1190,54 @@ mod tests {
         assert!(conv1d_reference(&p, &[0.0; 3], None, &[0.0; 3], 3).is_err());
     }
 
-    /// Ad-hoc timing of the Kokoro-sized conv (run with `--ignored --nocapture`).
+    /// Ad-hoc timing of Kokoro/Mimi-sized convs (run with `--ignored --nocapture`).
     #[test]
     #[ignore]
     fn time_kokoro_conv() {
-        let p = Conv1dParams::new(256, 256, 7).dilation(3).padding(9, 9);
-        let t = 800;
-        let w = rnd_vec(1, p.weight_len());
-        let x = rnd_vec(3, p.c_in * t);
-        let conv = Conv1d::new(p, &w, Some(&rnd_vec(2, 256))).unwrap();
-        let mut ws = conv.workspace(t).unwrap();
-        let mut out = vec![0.0; 256 * t];
-        for threads in [1, 2] {
-            let pool = LanePool::new(threads).unwrap();
-            conv.forward(&pool, &x, t, &mut out, &mut ws).unwrap();
-            let n = 20;
-            let start = std::time::Instant::now();
-            for _ in 0..n {
+        let cases = [
+            (
+                Conv1dParams::new(256, 256, 7).dilation(3).padding(9, 9),
+                800,
+            ),
+            (
+                Conv1dParams::new(256, 256, 3).dilation(1).padding(1, 1),
+                800,
+            ),
+            (
+                Conv1dParams::new(128, 128, 11).dilation(5).padding(25, 25),
+                4800,
+            ),
+            (Conv1dParams::new(128, 256, 8).stride(4), 1920),
+            (Conv1dParams::new(512, 256, 2), 480),
+            (
+                Conv1dParams::new(512, 512, 5).groups(512).padding(2, 2),
+                800,
+            ),
+        ];
+        for (p, t) in cases {
+            let w = rnd_vec(1, p.weight_len());
+            let x = rnd_vec(3, p.c_in * t);
+            let conv = Conv1d::new(p, &w, Some(&rnd_vec(2, p.c_out))).unwrap();
+            let mut ws = conv.workspace(t).unwrap();
+            let t_out = p.out_len(t).unwrap();
+            let mut out = vec![0.0; p.c_out * t_out];
+            for threads in [1, 2] {
+                let pool = LanePool::new(threads).unwrap();
                 conv.forward(&pool, &x, t, &mut out, &mut ws).unwrap();
+                let n = 10;
+                let start = std::time::Instant::now();
+                for _ in 0..n {
+                    conv.forward(&pool, &x, t, &mut out, &mut ws).unwrap();
+                }
+                let dt = start.elapsed().as_secs_f64() / n as f64;
+                let flops = 2.0 * p.weight_len() as f64 * t_out as f64;
+                println!(
+                    "c_in {} c_out {} k {} d {} s {} g {} T {t}, threads {threads}: {:.2} ms, {:.1} GFLOP/s",
+                    p.c_in, p.c_out, p.kernel, p.dilation, p.stride, p.groups,
+                    dt * 1e3,
+                    flops / dt / 1e9
+                );
             }
-            let dt = start.elapsed().as_secs_f64() / n as f64;
-            let flops = 2.0 * 256.0 * 256.0 * 7.0 * t as f64;
-            println!(
-                "threads {threads}: {:.2} ms, {:.1} GFLOP/s",
-                dt * 1e3,
-                flops / dt / 1e9
-            );
         }
     }
 }

@@ -100,7 +100,7 @@ impl ConvTranspose1dParams {
                 format!("must be ≥ 1: {self:?}"),
             );
         }
-        if self.groups == 0 || self.c_in % self.groups != 0 || self.c_out % self.groups != 0 {
+        if self.groups == 0 || !self.c_in.is_multiple_of(self.groups) || !self.c_out.is_multiple_of(self.groups) {
             return bad(
                 "conv_transpose1d groups",
                 format!("must divide both channel counts: {self:?}"),

@@ -359,7 +359,7 @@ pub fn onnx_to_pytorch_gates(
     hidden: usize,
 ) -> Result<Vec<f32>, KernelError> {
     let block_rows = num_dir * 4 * hidden;
-    if block_rows == 0 || w.len() % block_rows != 0 {
+    if block_rows == 0 || !w.len().is_multiple_of(block_rows) {
         return Err(KernelError::Param {
             what: "onnx lstm weights",
             detail: format!("{} elements is not [{num_dir}, 4·{hidden}, cols]", w.len()),

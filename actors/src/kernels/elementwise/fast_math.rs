@@ -26,7 +26,7 @@ const EXP_P: [f32; 6] = [
     8.333_452e-3,
     4.166_579_6e-2,
     1.666_666_5e-1,
-    5.000_000_1e-1,
+    5e-1,
 ];
 
 // sin: π/2 split into 9 + 13 + 24 significant bits (Cephes DP1..DP3 × 2).
@@ -40,10 +40,10 @@ const COS_P: [f32; 3] = [2.443_315_7e-5, -1.388_731_6e-3, 4.166_664_6e-2];
 // tanh: odd minimax polynomial below 0.625, the exp identity above.
 const TANH_P: [f32; 5] = [
     -5.704_988_7e-3,
-    2.063_908_9e-2,
+    2.063_909e-2,
     -5.373_971_6e-2,
     1.333_144_2e-1,
-    -3.333_328_2e-1,
+    -3.333_328e-1,
 ];
 
 /// `exp(x)` per lane.

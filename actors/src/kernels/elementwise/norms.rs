@@ -71,7 +71,7 @@ fn check_opt(what: &'static str, v: Option<&[f32]>, n: usize) -> Result<(), Kern
 }
 
 fn check_rows(x: &[f32], dim: usize) -> Result<(), KernelError> {
-    if dim == 0 || x.len() % dim != 0 {
+    if dim == 0 || !x.len().is_multiple_of(dim) {
         return Err(KernelError::Param {
             what: "norm dim",
             detail: format!(
