@@ -6,5 +6,7 @@
 pub mod cli;
 pub mod core;
 pub mod diagrams;
+pub mod kernel_f32_matvec;
+pub mod kernels;
 pub mod lane_dispatch;
 pub mod registry;

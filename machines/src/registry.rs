@@ -4,5 +4,5 @@ use crate::core::MachineSpec;
 
 /// All machines voxlane ships.
 pub fn all_specs() -> Vec<&'static MachineSpec> {
-    vec![&crate::lane_dispatch::SPEC]
+    vec![&crate::lane_dispatch::SPEC, &crate::kernel_f32_matvec::SPEC]
 }

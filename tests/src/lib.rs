@@ -1,5 +1,7 @@
 //! Shared helpers for voxlane's integration tests.
 
+pub mod kernel_conformance;
+
 use voxlane_machines::core::{Fired, MachineSpec};
 
 /// Fail unless every fired edge is declared in the machine's table.
