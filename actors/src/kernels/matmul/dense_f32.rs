@@ -35,7 +35,7 @@ pub(super) fn run(
         let mut c = vec![0.0f32; m * nr];
         let wr = &w[range.start * k..range.end * k];
         // Shapes are consistent by construction, so sgemm cannot fail here.
-        let _ = sgemm(
+        let done = sgemm(
             m,
             nr,
             k,
@@ -45,6 +45,7 @@ pub(super) fn run(
             nr,
             false,
         );
+        debug_assert!(done.is_ok(), "sgemm rejected consistent shapes");
         for r in 0..m {
             // SAFETY: this chunk alone writes columns `range` of every row.
             let y = unsafe { dst.range_mut(r * n + range.start, nr) };

@@ -413,7 +413,7 @@ fn gemm_chunk<T>(
             col_stride: 1,
         };
         // Shapes are consistent by construction, so sgemm cannot fail here.
-        let _ = sgemm(
+        let done = sgemm(
             m,
             nr,
             kb,
@@ -423,6 +423,7 @@ fn gemm_chunk<T>(
             nr,
             k0 > 0,
         );
+        debug_assert!(done.is_ok(), "sgemm rejected consistent shapes");
         k0 += kb;
     }
     for r in 0..m {
