@@ -296,16 +296,16 @@ impl SimdFn for Recur<'_> {
             matvec_acc::<V>(self.w_hh, self.h, g);
             let (ifg, o) = g.split_at_mut(3 * hd);
             let (i_f, gg) = ifg.split_at_mut(2 * hd);
-            map_inplace::<V>(i_f, sigmoid_v);
-            map_inplace::<V>(gg, tanh_v);
-            map_inplace::<V>(o, sigmoid_v);
+            map_inplace!(V, i_f, |v| sigmoid_v(v));
+            map_inplace!(V, gg, |v| tanh_v(v));
+            map_inplace!(V, o, |v| sigmoid_v(v));
             let (i, f) = i_f.split_at(hd);
             // c = f·c + i·g; h = o·tanh(c), tanh done in place on a copy in h.
             for j in 0..hd {
                 self.c[j] = f[j] * self.c[j] + i[j] * gg[j];
                 self.h[j] = self.c[j];
             }
-            map_inplace::<V>(self.h, tanh_v);
+            map_inplace!(V, self.h, |v| tanh_v(v));
             for (hj, oj) in self.h.iter_mut().zip(o.iter()) {
                 *hj *= oj;
             }

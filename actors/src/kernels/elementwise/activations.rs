@@ -26,7 +26,7 @@ impl SimdFn for Snake<'_> {
         for (row, &a) in self.x.chunks_exact_mut(self.t).zip(self.alpha) {
             let (va, vinv) = (V::splat(a), V::splat(1.0 / a));
             // One pass: the sine never leaves registers.
-            map_inplace::<V>(row, |x| {
+            map_inplace!(V, row, |x| {
                 let s = sin_v(x.mul(va));
                 s.mul(s).mul_add(vinv, x)
             });
@@ -111,18 +111,18 @@ impl SimdFn for Apply<'_> {
         match self.act {
             Activation::LeakyRelu(s) => {
                 let s = V::splat(s);
-                map_inplace::<V>(self.x, |x| V::select(x.gt(zero), x, x.mul(s)))
+                map_inplace!(V, self.x, |x| V::select(x.gt(zero), x, x.mul(s)))
             }
             Activation::Elu(a) => {
                 let a = V::splat(a);
-                map_inplace::<V>(self.x, |x| {
+                map_inplace!(V, self.x, |x| {
                     let em1 = exp_v(x).sub(V::splat(1.0));
                     V::select(x.gt(zero), x, em1.mul(a))
                 })
             }
-            Activation::Silu => map_inplace::<V>(self.x, |x| x.mul(sigmoid_v(x))),
-            Activation::Tanh => map_inplace::<V>(self.x, super::fast_math::tanh_v),
-            Activation::Sigmoid => map_inplace::<V>(self.x, sigmoid_v),
+            Activation::Silu => map_inplace!(V, self.x, |x| x.mul(sigmoid_v(x))),
+            Activation::Tanh => map_inplace!(V, self.x, |x| super::fast_math::tanh_v(x)),
+            Activation::Sigmoid => map_inplace!(V, self.x, |x| sigmoid_v(x)),
         }
     }
 }
@@ -156,7 +156,7 @@ impl SimdFn for SiluGate<'_> {
     type Out = ();
     #[inline(always)]
     fn call<V: Vf32>(self) {
-        zip_inplace::<V>(self.a, self.b, |a, b| a.mul(sigmoid_v(a)).mul(b));
+        zip_inplace!(V, self.a, self.b, |a, b| a.mul(sigmoid_v(a)).mul(b));
     }
 }
 
@@ -222,5 +222,34 @@ mod tests {
         let mut x = vec![0.0; 10];
         assert!(snake(SimdLevel::Scalar, &mut x, &[1.0, 2.0], 4).is_err());
         assert!(silu_gate(SimdLevel::Scalar, &mut x, &[1.0]).is_err());
+    }
+
+    /// Ad-hoc throughput of the hot activations (run with `--ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn time_activations() {
+        let (c, t) = (256, 800);
+        let alpha: Vec<f32> = (0..c).map(|i| 0.5 + i as f32 / c as f32).collect();
+        let x0: Vec<f32> = (0..c * t)
+            .map(|i| ((i % 97) as f32 - 48.0) * 0.05)
+            .collect();
+        let mut x = x0.clone();
+        for level in available_levels() {
+            // Fresh data per pass: iterating would drift into denormals.
+            let n = 20;
+            let st = std::time::Instant::now();
+            for _ in 0..n {
+                x.copy_from_slice(&x0);
+                snake(level, &mut x, &alpha, t).unwrap();
+            }
+            let snake_ns = st.elapsed().as_secs_f64() / n as f64 / (c * t) as f64 * 1e9;
+            let st = std::time::Instant::now();
+            for _ in 0..n {
+                x.copy_from_slice(&x0);
+                apply(level, Activation::Tanh, &mut x);
+            }
+            let tanh_ns = st.elapsed().as_secs_f64() / n as f64 / (c * t) as f64 * 1e9;
+            println!("{level:?}: snake {snake_ns:.3} ns/elem, tanh {tanh_ns:.3} ns/elem (each incl. a copy)");
+        }
     }
 }

@@ -138,10 +138,10 @@ impl SimdFn for MapFn<'_> {
     #[inline(always)]
     fn call<V: Vf32>(self) {
         match self.func {
-            Func::Exp => map_inplace::<V>(self.x, exp_v),
-            Func::Sin => map_inplace::<V>(self.x, sin_v),
-            Func::Tanh => map_inplace::<V>(self.x, tanh_v),
-            Func::Sigmoid => map_inplace::<V>(self.x, sigmoid_v),
+            Func::Exp => map_inplace!(V, self.x, |v| exp_v(v)),
+            Func::Sin => map_inplace!(V, self.x, |v| sin_v(v)),
+            Func::Tanh => map_inplace!(V, self.x, |v| tanh_v(v)),
+            Func::Sigmoid => map_inplace!(V, self.x, |v| sigmoid_v(v)),
         }
     }
 }

@@ -134,7 +134,17 @@ impl Vf32 for S1 {
     }
     #[inline(always)]
     fn round(self) -> Self {
-        S1(self.0.round_ties_even())
+        // `round_ties_even` is a libm call without SSE4.1. Adding and removing
+        // 2^23 (ULP 1 at that magnitude) rounds to nearest-even in the FPU;
+        // at or above 2^23 every f32 is already an integer.
+        const TWO23: f32 = 8_388_608.0;
+        let v = self.0;
+        if v.abs() < TWO23 {
+            let m = TWO23.copysign(v);
+            S1((v + m) - m)
+        } else {
+            S1(v)
+        }
     }
     #[inline(always)]
     fn and_bits(self, b: Self) -> Self {
@@ -447,77 +457,122 @@ unsafe fn run_avx2<F: SimdFn>(f: F) -> F::Out {
     f.call::<F32x8>()
 }
 
-/// Apply `f` to every element of `x` in place; the tail goes through a padded buffer.
-#[inline(always)]
-pub(crate) fn map_inplace<V: Vf32>(x: &mut [f32], f: impl Fn(V) -> V) {
-    let n = x.len();
-    let main = n - n % V::LANES;
-    let p = x.as_mut_ptr();
-    let mut i = 0;
-    while i < main {
-        // SAFETY: i + LANES <= main <= n.
-        unsafe { f(V::load(p.add(i))).store(p.add(i)) };
-        i += V::LANES;
-    }
-    if main < n {
-        let mut buf = [0.0f32; MAX_LANES];
-        buf[..n - main].copy_from_slice(&x[main..]);
-        // SAFETY: buf holds MAX_LANES >= LANES elements.
-        unsafe { f(V::load(buf.as_ptr())).store(buf.as_mut_ptr()) };
-        x[main..].copy_from_slice(&buf[..n - main]);
-    }
-}
+// The helpers below are macros, not functions taking closures: a closure is
+// its own LLVM function without the trampoline's target features, so the
+// intrinsics inside it would not inline. A macro pastes the body in place.
 
-/// `a[i] = f(a[i], b[i])` for equal-length slices; the tail goes through padded buffers.
-#[inline(always)]
-pub(crate) fn zip_inplace<V: Vf32>(a: &mut [f32], b: &[f32], f: impl Fn(V, V) -> V) {
-    let n = a.len().min(b.len());
-    let main = n - n % V::LANES;
-    let pa = a.as_mut_ptr();
-    let pb = b.as_ptr();
-    let mut i = 0;
-    while i < main {
-        // SAFETY: i + LANES <= main <= len of both slices.
-        unsafe { f(V::load(pa.add(i)), V::load(pb.add(i))).store(pa.add(i)) };
-        i += V::LANES;
-    }
-    if main < n {
-        let mut ba = [0.0f32; MAX_LANES];
-        let mut bb = [0.0f32; MAX_LANES];
-        ba[..n - main].copy_from_slice(&a[main..n]);
-        bb[..n - main].copy_from_slice(&b[main..n]);
-        // SAFETY: both buffers hold MAX_LANES >= LANES elements.
-        unsafe { f(V::load(ba.as_ptr()), V::load(bb.as_ptr())).store(ba.as_mut_ptr()) };
-        a[main..n].copy_from_slice(&ba[..n - main]);
-    }
-}
-
-/// Fold `f(acc, x_chunk)` over `x`, then reduce lanes; tail lanes are padded with `pad`.
-#[inline(always)]
-pub(crate) fn fold_sum<V: Vf32>(x: &[f32], pad: f32, f: impl Fn(V, V) -> V) -> f32 {
-    let n = x.len();
-    let main = n - n % V::LANES;
-    let p = x.as_ptr();
-    // Two accumulators hide FMA latency.
-    let (mut a0, mut a1) = (V::splat(0.0), V::splat(0.0));
-    let mut i = 0;
-    while i + 2 * V::LANES <= main {
-        // SAFETY: i + 2*LANES <= main <= n.
-        unsafe {
-            a0 = f(a0, V::load(p.add(i)));
-            a1 = f(a1, V::load(p.add(i + V::LANES)));
+/// `map_inplace!(V, x, |v| body)`: `x[i] = body(x[i])` with vector type `V`;
+/// the tail goes through a padded buffer.
+macro_rules! map_inplace {
+    ($V:ty, $x:expr, |$v:ident| $body:expr) => {{
+        use $crate::kernels::elementwise::simd::MAX_LANES as _ML;
+        let x: &mut [f32] = $x;
+        let lanes = <$V>::LANES;
+        let n = x.len();
+        let main = n - n % lanes;
+        let p = x.as_mut_ptr();
+        let mut i = 0;
+        while i < main {
+            // SAFETY: i + LANES <= main <= n.
+            let $v = unsafe { <$V>::load(p.add(i)) };
+            let r: $V = $body;
+            // SAFETY: as above.
+            unsafe { r.store(p.add(i)) };
+            i += lanes;
         }
-        i += 2 * V::LANES;
-    }
-    if i < main {
-        // SAFETY: i + LANES <= main.
-        a0 = f(a0, unsafe { V::load(p.add(i)) });
-    }
-    if main < n {
-        let mut buf = [pad; MAX_LANES];
-        buf[..n - main].copy_from_slice(&x[main..]);
-        // SAFETY: buf holds MAX_LANES >= LANES elements.
-        a1 = f(a1, unsafe { V::load(buf.as_ptr()) });
-    }
-    a0.add(a1).hsum()
+        if main < n {
+            let mut buf = [0.0f32; _ML];
+            buf[..n - main].copy_from_slice(&x[main..]);
+            // SAFETY: buf holds MAX_LANES >= LANES elements.
+            let $v = unsafe { <$V>::load(buf.as_ptr()) };
+            let r: $V = $body;
+            // SAFETY: as above.
+            unsafe { r.store(buf.as_mut_ptr()) };
+            x[main..].copy_from_slice(&buf[..n - main]);
+        }
+    }};
 }
+pub(crate) use map_inplace;
+
+/// `zip_inplace!(V, a, b, |va, vb| body)`: `a[i] = body(a[i], b[i])` over the common length.
+macro_rules! zip_inplace {
+    ($V:ty, $a:expr, $b:expr, |$va:ident, $vb:ident| $body:expr) => {{
+        use $crate::kernels::elementwise::simd::MAX_LANES as _ML;
+        let a: &mut [f32] = $a;
+        let b: &[f32] = $b;
+        let lanes = <$V>::LANES;
+        let n = a.len().min(b.len());
+        let main = n - n % lanes;
+        let (pa, pb) = (a.as_mut_ptr(), b.as_ptr());
+        let mut i = 0;
+        while i < main {
+            // SAFETY: i + LANES <= main <= both lengths.
+            let ($va, $vb) = unsafe { (<$V>::load(pa.add(i)), <$V>::load(pb.add(i))) };
+            let r: $V = $body;
+            // SAFETY: as above.
+            unsafe { r.store(pa.add(i)) };
+            i += lanes;
+        }
+        if main < n {
+            let (mut ba, mut bb) = ([0.0f32; _ML], [0.0f32; _ML]);
+            ba[..n - main].copy_from_slice(&a[main..n]);
+            bb[..n - main].copy_from_slice(&b[main..n]);
+            // SAFETY: both buffers hold MAX_LANES >= LANES elements.
+            let ($va, $vb) = unsafe { (<$V>::load(ba.as_ptr()), <$V>::load(bb.as_ptr())) };
+            let r: $V = $body;
+            // SAFETY: as above.
+            unsafe { r.store(ba.as_mut_ptr()) };
+            a[main..n].copy_from_slice(&ba[..n - main]);
+        }
+    }};
+}
+pub(crate) use zip_inplace;
+
+/// `fold_sum!(V, x, pad, |acc, v| body)`: fold over `x` in two vector
+/// accumulators (tail lanes padded with `pad`), then sum the lanes.
+macro_rules! fold_sum {
+    ($V:ty, $x:expr, $pad:expr, |$acc:ident, $v:ident| $body:expr) => {{
+        use $crate::kernels::elementwise::simd::MAX_LANES as _ML;
+        let x: &[f32] = $x;
+        let lanes = <$V>::LANES;
+        let n = x.len();
+        let main = n - n % lanes;
+        let p = x.as_ptr();
+        // Two accumulators hide FMA latency.
+        let (mut a0, mut a1) = (<$V>::splat(0.0), <$V>::splat(0.0));
+        let mut i = 0;
+        while i + 2 * lanes <= main {
+            // SAFETY: i + 2·LANES <= main <= n.
+            let (v0, v1) = unsafe { (<$V>::load(p.add(i)), <$V>::load(p.add(i + lanes))) };
+            a0 = {
+                let ($acc, $v) = (a0, v0);
+                $body
+            };
+            a1 = {
+                let ($acc, $v) = (a1, v1);
+                $body
+            };
+            i += 2 * lanes;
+        }
+        if i < main {
+            // SAFETY: i + LANES <= main.
+            let v0 = unsafe { <$V>::load(p.add(i)) };
+            a0 = {
+                let ($acc, $v) = (a0, v0);
+                $body
+            };
+        }
+        if main < n {
+            let mut buf = [$pad; _ML];
+            buf[..n - main].copy_from_slice(&x[main..]);
+            // SAFETY: buf holds MAX_LANES >= LANES elements.
+            let v1 = unsafe { <$V>::load(buf.as_ptr()) };
+            a1 = {
+                let ($acc, $v) = (a1, v1);
+                $body
+            };
+        }
+        a0.add(a1).hsum()
+    }};
+}
+pub(crate) use fold_sum;
