@@ -1,22 +1,20 @@
 //! LSTM with PyTorch semantics (gate order i, f, g, o; `bias_ih + bias_hh`),
 //! uni- or bidirectional, batch 1, input `[T, I]` time-major.
 //!
-//! The input projection of all `T` steps is one [`sgemm`] per direction
-//! (split over fixed blocks of [`T_CHUNK`] steps); the recurrence is a SIMD
-//! matvec `W_hh · h` per step with the gate nonlinearities and cell update
-//! fused after it, on the [`SimdLevel`] route. The two directions of a
-//! bidirectional LSTM run as two lanes.
+//! The input projection of all `T` steps and both directions is one batched
+//! product `[dirs·4H, I] · xᵀ[I, T]`, run as a kernel-1 [`Conv1d`] (the
+//! direct AVX-512/AVX2 microkernel, split over fixed time chunks); the
+//! recurrence is a SIMD matvec `W_hh · h` per step with the gate
+//! nonlinearities and cell update fused after it, on the [`SimdLevel`]
+//! route. The two directions of a bidirectional LSTM run as two lanes.
 
 use voxlane_runtime::Fork;
 
-use super::cpu::{simd_level, SimdLevel};
+use super::conv1d::{Conv1d, Conv1dParams, Conv1dWorkspace};
+use super::cpu::SimdLevel;
 use super::elementwise::fast_math::{sigmoid_v, tanh_v};
 use super::elementwise::simd::{dispatch, map_inplace, SimdFn, Vf32};
 use super::error::{check_len, KernelError};
-use super::sgemm::{sgemm, MatRef};
-
-/// Time steps per parallel block of the input projection (fixed: determinism).
-pub const T_CHUNK: usize = 64;
 
 /// Borrowed PyTorch-layout weights of one direction.
 #[derive(Debug, Clone, Copy)]
@@ -31,20 +29,15 @@ pub struct LstmWeights<'a> {
     pub b_hh: Option<&'a [f32]>,
 }
 
-#[derive(Debug, Clone)]
-struct Direction {
-    w_ih: Vec<f32>,
-    w_hh: Vec<f32>,
-    /// `bias_ih + bias_hh`.
-    bias: Vec<f32>,
-}
-
 /// A bound LSTM layer.
 #[derive(Debug, Clone)]
 pub struct Lstm {
     input: usize,
     hidden: usize,
-    dirs: Vec<Direction>,
+    /// `weight_hh` per direction.
+    w_hh: Vec<Vec<f32>>,
+    /// Input projection of every direction: `[dirs·4H, I, 1]`, bias `b_ih + b_hh`.
+    proj: Conv1d,
     level: SimdLevel,
 }
 
@@ -59,8 +52,8 @@ pub struct LstmState {
 
 #[derive(Debug, Clone, Default)]
 struct DirScratch {
-    /// `[T, 4H]` gate pre-activations.
-    gates: Vec<f32>,
+    /// One step's `[4H]` gates.
+    gstep: Vec<f32>,
     /// `[T, H]` hidden outputs.
     hseq: Vec<f32>,
     h: Vec<f32>,
@@ -70,22 +63,31 @@ struct DirScratch {
 /// Reusable scratch for [`Lstm::forward`], sized once for the max sequence length.
 #[derive(Debug, Clone, Default)]
 pub struct LstmWorkspace {
+    /// `xᵀ: [I, T]`.
+    xt: Vec<f32>,
+    /// Projected gates `[dirs·4H, T]`.
+    gates: Vec<f32>,
+    conv: Conv1dWorkspace,
     dirs: Vec<DirScratch>,
 }
 
 impl LstmWorkspace {
     /// Grow so `lstm` runs sequences of up to `max_t` steps without allocating.
-    pub fn reserve(&mut self, lstm: &Lstm, max_t: usize) {
-        let h = lstm.hidden;
-        if self.dirs.len() < lstm.dirs.len() {
-            self.dirs.resize(lstm.dirs.len(), DirScratch::default());
+    pub fn reserve(&mut self, lstm: &Lstm, max_t: usize) -> Result<(), KernelError> {
+        let (h, nd) = (lstm.hidden, lstm.w_hh.len());
+        grow(&mut self.xt, lstm.input * max_t);
+        grow(&mut self.gates, nd * 4 * h * max_t);
+        self.conv.reserve(&lstm.proj, max_t.max(1))?;
+        if self.dirs.len() < nd {
+            self.dirs.resize(nd, DirScratch::default());
         }
         for d in &mut self.dirs {
-            grow(&mut d.gates, max_t * 4 * h);
+            grow(&mut d.gstep, 4 * h);
             grow(&mut d.hseq, max_t * h);
             grow(&mut d.h, h);
             grow(&mut d.c, h);
         }
+        Ok(())
     }
 }
 
@@ -105,26 +107,30 @@ impl Lstm {
             });
         }
         let g = 4 * hidden;
-        let mut bound = Vec::with_capacity(dirs.len());
+        let (mut w_ih, mut bias, mut w_hh) = (Vec::new(), Vec::new(), Vec::new());
         for w in dirs {
             check_len("lstm weight_ih", g * input, w.w_ih.len())?;
             check_len("lstm weight_hh", g * hidden, w.w_hh.len())?;
-            let mut bias = vec![0.0; g];
-            for b in [w.b_ih, w.b_hh].into_iter().flatten() {
-                check_len("lstm bias", g, b.len())?;
-                bias.iter_mut().zip(b).for_each(|(a, b)| *a += b);
+            let mut b = vec![0.0; g];
+            for src in [w.b_ih, w.b_hh].into_iter().flatten() {
+                check_len("lstm bias", g, src.len())?;
+                b.iter_mut().zip(src).for_each(|(a, s)| *a += s);
             }
-            bound.push(Direction {
-                w_ih: w.w_ih.to_vec(),
-                w_hh: w.w_hh.to_vec(),
-                bias,
-            });
+            w_ih.extend_from_slice(w.w_ih);
+            bias.extend_from_slice(&b);
+            w_hh.push(w.w_hh.to_vec());
         }
+        let proj = Conv1d::new(
+            Conv1dParams::new(input, dirs.len() * g, 1),
+            &w_ih,
+            Some(&bias),
+        )?;
         Ok(Self {
             input,
             hidden,
-            dirs: bound,
-            level: simd_level(),
+            w_hh,
+            level: super::cpu::simd_level(),
+            proj,
         })
     }
 
@@ -135,17 +141,18 @@ impl Lstm {
 
     /// Number of directions (1 or 2); the output has `directions · H` columns.
     pub fn directions(&self) -> usize {
-        self.dirs.len()
+        self.w_hh.len()
     }
 
     /// Choose the SIMD route (capped at what the CPU supports; default: the best).
     pub fn set_level(&mut self, level: SimdLevel) {
         self.level = level;
+        self.proj.set_level(level);
     }
 
     /// A zero state.
     pub fn zero_state(&self) -> LstmState {
-        let n = self.dirs.len() * self.hidden;
+        let n = self.w_hh.len() * self.hidden;
         LstmState {
             h: vec![0.0; n],
             c: vec![0.0; n],
@@ -153,10 +160,10 @@ impl Lstm {
     }
 
     /// A workspace sized for up to `max_t` steps.
-    pub fn workspace(&self, max_t: usize) -> LstmWorkspace {
+    pub fn workspace(&self, max_t: usize) -> Result<LstmWorkspace, KernelError> {
         let mut ws = LstmWorkspace::default();
-        ws.reserve(self, max_t);
-        ws
+        ws.reserve(self, max_t)?;
+        Ok(ws)
     }
 
     /// `out: [T, directions · H]` from `x: [T, I]`, starting from a zero state.
@@ -196,14 +203,14 @@ impl Lstm {
         ws: &mut LstmWorkspace,
         mut state: Option<&mut LstmState>,
     ) -> Result<(), KernelError> {
-        let (h, nd) = (self.hidden, self.dirs.len());
+        let (h, nd) = (self.hidden, self.w_hh.len());
         check_len("lstm input", t * self.input, x.len())?;
         check_len("lstm output", t * nd * h, out.len())?;
         if let Some(s) = state.as_deref() {
             check_len("lstm state h", nd * h, s.h.len())?;
             check_len("lstm state c", nd * h, s.c.len())?;
         }
-        ws.reserve(self, t);
+        ws.reserve(self, t)?;
         for (d, sc) in ws.dirs.iter_mut().take(nd).enumerate() {
             match state.as_deref() {
                 Some(s) => {
@@ -219,37 +226,30 @@ impl Lstm {
         if t == 0 {
             return Ok(());
         }
-        // Input projection: gates[t] = bias + W_ih · x[t], fixed blocks of steps.
-        let g = 4 * h;
-        for (dir, sc) in self.dirs.iter().zip(ws.dirs.iter_mut()) {
-            let failure = std::sync::Mutex::new(None);
-            pool.for_each_chunk_mut(&mut sc.gates[..t * g], T_CHUNK * g, |ci, block| {
-                let rows = block.len() / g;
-                for row in block.chunks_exact_mut(g) {
-                    row.copy_from_slice(&dir.bias);
-                }
-                let xs = &x[ci * T_CHUNK * self.input..(ci * T_CHUNK + rows) * self.input];
-                let a = MatRef::row_major(xs, self.input);
-                let b = MatRef::transposed(&dir.w_ih, self.input);
-                if let Err(e) = sgemm(rows, g, self.input, a, b, block, g, true) {
-                    *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-                }
-            })?;
-            if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
-                return Err(e);
+        // Input projection of every step and direction: gates = bias + W_ih · xᵀ.
+        let (g, inp) = (4 * h, self.input);
+        let xt = &mut ws.xt[..inp * t];
+        for (ti, xrow) in x.chunks_exact(inp).enumerate() {
+            for (i, v) in xrow.iter().enumerate() {
+                xt[i * t + ti] = *v;
             }
         }
+        let gates = &mut ws.gates[..nd * g * t];
+        self.proj
+            .forward(pool, &ws.xt[..inp * t], t, gates, &mut ws.conv)?;
+        let gates = &ws.gates[..nd * g * t];
         // Recurrences: one lane per direction.
         pool.for_each_chunk_mut(&mut ws.dirs[..nd], 1, |d, sc| {
             let sc = &mut sc[0];
             dispatch(
                 self.level,
                 Recur {
-                    w_hh: &self.dirs[d].w_hh,
+                    w_hh: &self.w_hh[d],
                     hidden: h,
                     t,
                     reverse: d == 1,
-                    gates: &mut sc.gates[..t * g],
+                    gates: &gates[d * g * t..(d + 1) * g * t],
+                    gstep: &mut sc.gstep[..g],
                     hseq: &mut sc.hseq[..t * h],
                     h: &mut sc.h[..h],
                     c: &mut sc.c[..h],
@@ -275,7 +275,9 @@ struct Recur<'a> {
     hidden: usize,
     t: usize,
     reverse: bool,
-    gates: &'a mut [f32],
+    /// `[4H, T]` projected gates of this direction.
+    gates: &'a [f32],
+    gstep: &'a mut [f32],
     hseq: &'a mut [f32],
     h: &'a mut [f32],
     c: &'a mut [f32],
@@ -292,7 +294,10 @@ impl SimdFn for Recur<'_> {
             } else {
                 step
             };
-            let g = &mut self.gates[ti * 4 * hd..(ti + 1) * 4 * hd];
+            let g = &mut *self.gstep;
+            for (r, gr) in g.iter_mut().enumerate() {
+                *gr = self.gates[r * self.t + ti];
+            }
             matvec_acc::<V>(self.w_hh, self.h, g);
             let (ifg, o) = g.split_at_mut(3 * hd);
             let (i_f, gg) = ifg.split_at_mut(2 * hd);
@@ -508,7 +513,7 @@ mod tests {
         let dirs: Vec<_> = owned.iter().map(view).collect();
         let x = rnd_vec(5, t * input, 2.0);
         let lstm = Lstm::new(input, hidden, &dirs).unwrap();
-        let mut ws = lstm.workspace(t);
+        let mut ws = lstm.workspace(t).unwrap();
         let mut first: Option<Vec<f32>> = None;
         for threads in 1..=4 {
             let pool = LanePool::new(threads).unwrap();
@@ -588,5 +593,31 @@ mod tests {
         assert!(lstm
             .forward(&pool, &[0.0; 5], 3, &mut [0.0; 9], &mut ws)
             .is_err());
+    }
+
+    /// Ad-hoc timing of a Kokoro-sized bidirectional LSTM (run with `--ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn time_kokoro_lstm() {
+        let (input, hidden, t) = (640, 256, 200);
+        let owned = [weights(1, input, hidden), weights(2, input, hidden)];
+        let dirs: Vec<_> = owned.iter().map(view).collect();
+        let x = rnd_vec(5, t * input, 2.0);
+        let lstm = Lstm::new(input, hidden, &dirs).unwrap();
+        let mut ws = lstm.workspace(t).unwrap();
+        let mut out = vec![0.0; t * 2 * hidden];
+        for threads in [1, 2] {
+            let pool = LanePool::new(threads).unwrap();
+            lstm.forward(&pool, &x, t, &mut out, &mut ws).unwrap();
+            let n = 10;
+            let st = std::time::Instant::now();
+            for _ in 0..n {
+                lstm.forward(&pool, &x, t, &mut out, &mut ws).unwrap();
+            }
+            println!(
+                "T {t} I {input} H {hidden} bidir, threads {threads}: {:.2} ms",
+                st.elapsed().as_secs_f64() / n as f64 * 1e3
+            );
+        }
     }
 }
