@@ -1,6 +1,11 @@
 //! Transposed 1-D convolution (batch 1, `[C, T]` f32), batch and streaming.
 //!
 //! Routes:
+//! - polyphase (default, `dilation == 1`): output phase `ρ = (j + p) mod s`
+//!   only meets taps `k ≡ ρ (mod s)`, so all `s` phases together are one
+//!   stride-1 [`Conv1d`] with `s·c_out` outputs and `⌈K/s⌉` taps over the
+//!   left-padded input, run on the direct AVX-512/AVX2 microkernel, then
+//!   interleaved into the output.
 //! - GEMM + col2im (`C_in/groups > 1`): per block of [`CO_CHUNK`] output
 //!   channels, one [`sgemm`] computes every tap's contribution
 //!   `cols[(co, k), t] = Σ_ci w[ci, co, k] · x[ci, t]`, then an overlap-add
@@ -16,6 +21,8 @@ use std::sync::Mutex;
 
 use voxlane_runtime::Fork;
 
+use super::conv1d::{Conv1d, Conv1dParams, Conv1dRoute, Conv1dWorkspace};
+use super::cpu::SimdLevel;
 use super::error::{check_len, KernelError};
 use super::sgemm::{sgemm, MatRef};
 
@@ -100,7 +107,10 @@ impl ConvTranspose1dParams {
                 format!("must be ≥ 1: {self:?}"),
             );
         }
-        if self.groups == 0 || !self.c_in.is_multiple_of(self.groups) || !self.c_out.is_multiple_of(self.groups) {
+        if self.groups == 0
+            || !self.c_in.is_multiple_of(self.groups)
+            || !self.c_out.is_multiple_of(self.groups)
+        {
             return bad(
                 "conv_transpose1d groups",
                 format!("must divide both channel counts: {self:?}"),
@@ -172,8 +182,13 @@ pub fn conv_transpose1d_reference(
 /// Reusable scratch for [`ConvTranspose1d::forward`]; sized once for the max input length.
 #[derive(Debug, Default, Clone)]
 pub struct ConvTranspose1dWorkspace {
-    /// Per-block GEMM results `[blocks][CO_CHUNK · kernel][t_in]`.
+    /// GEMM route: per-block results `[blocks][CO_CHUNK · kernel][t_in]`.
     cols: Vec<f32>,
+    /// Polyphase route: input with right zero padding `[c_in, t_in + extra]`.
+    xin: Vec<f32>,
+    /// Polyphase route: phase outputs `[groups][stride][c_out/groups][t_in + extra]`.
+    phases: Vec<f32>,
+    conv: Conv1dWorkspace,
 }
 
 impl ConvTranspose1dWorkspace {
@@ -183,17 +198,26 @@ impl ConvTranspose1dWorkspace {
     }
 
     /// Grow so `conv` runs on inputs of up to `max_t_in` frames without allocating.
-    pub fn reserve(&mut self, conv: &ConvTranspose1d, max_t_in: usize) {
+    pub fn reserve(&mut self, conv: &ConvTranspose1d, max_t_in: usize) -> Result<(), KernelError> {
         let p = &conv.params;
-        let n = p.c_out.div_ceil(CO_CHUNK) * CO_CHUNK * p.kernel * max_t_in;
-        if self.cols.len() < n {
-            self.cols.resize(n, 0.0);
+        match &conv.inner {
+            None => grow(
+                &mut self.cols,
+                p.c_out.div_ceil(CO_CHUNK) * CO_CHUNK * p.kernel * max_t_in,
+            ),
+            Some(inner) => {
+                let tl = conv.phase_len(max_t_in)?;
+                grow(&mut self.xin, p.c_in * tl);
+                grow(&mut self.phases, p.stride * p.c_out * tl);
+                self.conv.reserve(inner, tl)?;
+            }
         }
+        Ok(())
     }
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        self.cols.len() * 4
+        (self.cols.len() + self.xin.len() + self.phases.len()) * 4 + self.conv.bytes()
     }
 }
 
@@ -201,27 +225,149 @@ impl ConvTranspose1dWorkspace {
 #[derive(Debug, Clone)]
 pub struct ConvTranspose1d {
     params: ConvTranspose1dParams,
+    /// `[c_in, c_out/groups, kernel]` (GEMM route only; the polyphase conv owns its own).
     weight: Vec<f32>,
     bias: Option<Vec<f32>>,
+    /// Polyphase route: the stride-1 conv computing every output phase.
+    inner: Option<Box<Conv1d>>,
+}
+
+fn grow(v: &mut Vec<f32>, n: usize) {
+    if v.len() < n {
+        v.resize(n, 0.0);
+    }
 }
 
 impl ConvTranspose1d {
-    /// Bind weights `[c_in, c_out/groups, kernel]` and optional bias `[c_out]`.
+    /// Bind weights `[c_in, c_out/groups, kernel]` and optional bias `[c_out]` (polyphase route where possible).
     pub fn new(
         params: ConvTranspose1dParams,
         weight: &[f32],
         bias: Option<&[f32]>,
+    ) -> Result<Self, KernelError> {
+        Self::with_route(params, weight, bias, Conv1dRoute::Direct)
+    }
+
+    /// As [`ConvTranspose1d::new`]; `Direct` picks the polyphase route when
+    /// `dilation == 1`, `Gemm` (or a dilation) the GEMM + col2im route.
+    pub fn with_route(
+        params: ConvTranspose1dParams,
+        weight: &[f32],
+        bias: Option<&[f32]>,
+        route: Conv1dRoute,
     ) -> Result<Self, KernelError> {
         params.validate()?;
         check_len("conv_transpose1d weight", params.weight_len(), weight.len())?;
         if let Some(b) = bias {
             check_len("conv_transpose1d bias", params.c_out, b.len())?;
         }
+        let p = &params;
+        if route == Conv1dRoute::Gemm || p.dilation != 1 {
+            return Ok(Self {
+                params,
+                weight: weight.to_vec(),
+                bias: bias.map(<[f32]>::to_vec),
+                inner: None,
+            });
+        }
+        // Phase ρ, tap q of the inner conv reads x[u + q − (M − 1)], i.e. the
+        // original tap k = ρ + (M − 1 − q)·s; taps past the kernel are zero.
+        let (s, k, g) = (p.stride, p.kernel, p.groups);
+        let (cig, cog) = (p.c_in / g, p.c_out / g);
+        let m = k.div_ceil(s);
+        let ip = Conv1dParams::new(p.c_in, s * p.c_out, m)
+            .groups(g)
+            .padding(m - 1, 0);
+        let mut w2 = vec![0.0; ip.weight_len()];
+        let mut b2 = vec![0.0; s * p.c_out];
+        for gi in 0..g {
+            for rho in 0..s {
+                for col in 0..cog {
+                    let o2 = (gi * s + rho) * cog + col;
+                    b2[o2] = bias.map_or(0.0, |b| b[gi * cog + col]);
+                    for cil in 0..cig {
+                        for q in 0..m {
+                            let tap = rho + (m - 1 - q) * s;
+                            if tap < k {
+                                w2[(o2 * cig + cil) * m + q] =
+                                    weight[((gi * cig + cil) * cog + col) * k + tap];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let inner = Conv1d::new(ip, &w2, bias.map(|_| &b2[..]))?;
         Ok(Self {
             params,
-            weight: weight.to_vec(),
+            weight: Vec::new(),
             bias: bias.map(<[f32]>::to_vec),
+            inner: Some(Box::new(inner)),
         })
+    }
+
+    /// Choose the SIMD route of the polyphase conv (capped at what the CPU supports).
+    pub fn set_level(&mut self, level: SimdLevel) {
+        if let Some(inner) = &mut self.inner {
+            inner.set_level(level);
+        }
+    }
+
+    /// Input frames the polyphase conv sees: `t_in` plus zeros so every output phase is covered.
+    fn phase_len(&self, t_in: usize) -> Result<usize, KernelError> {
+        let p = &self.params;
+        let t_out = p.out_len(t_in)?;
+        let u = (t_out + p.padding).div_ceil(p.stride);
+        Ok(t_in.max(u))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn forward_phases(
+        &self,
+        pool: &impl Fork,
+        inner: &Conv1d,
+        x: &[f32],
+        t_in: usize,
+        out: &mut [f32],
+        t_out: usize,
+        ws: &mut ConvTranspose1dWorkspace,
+    ) -> Result<(), KernelError> {
+        let p = &self.params;
+        let (s, cog) = (p.stride, p.c_out / p.groups);
+        let tl = self.phase_len(t_in)?;
+        ws.reserve(self, t_in)?;
+        let input = if tl == t_in {
+            x
+        } else {
+            let xin = &mut ws.xin[..p.c_in * tl];
+            for (dst, src) in xin.chunks_exact_mut(tl).zip(x.chunks_exact(t_in)) {
+                dst[..t_in].copy_from_slice(src);
+                dst[t_in..].fill(0.0);
+            }
+            &ws.xin[..p.c_in * tl]
+        };
+        let phases = &mut ws.phases[..s * p.c_out * tl];
+        inner.forward(pool, input, tl, phases, &mut ws.conv)?;
+        let phases = &ws.phases[..s * p.c_out * tl];
+        // Interleave: y[co, u·s + ρ − p] = phase[(g·s + ρ)·cog + co_l][u].
+        pool.for_each_chunk_mut(out, CO_CHUNK * t_out, |bi, rows| {
+            for (r, row) in rows.chunks_exact_mut(t_out).enumerate() {
+                let co = bi * CO_CHUNK + r;
+                let (gi, col) = (co / cog, co % cog);
+                for rho in 0..s {
+                    let src = &phases[((gi * s + rho) * cog + col) * tl..][..tl];
+                    let u0 = p.padding.saturating_sub(rho).div_ceil(s);
+                    let j0 = u0 * s + rho - p.padding;
+                    if j0 >= t_out {
+                        continue;
+                    }
+                    for (o, v) in row[j0..].iter_mut().step_by(s).zip(&src[u0..]) {
+                        *o = *v;
+                    }
+                }
+            }
+        })?;
+        Ok(())
     }
 
     /// The parameters.
@@ -235,10 +381,10 @@ impl ConvTranspose1d {
     }
 
     /// A workspace sized for inputs of up to `max_t_in` frames.
-    pub fn workspace(&self, max_t_in: usize) -> ConvTranspose1dWorkspace {
+    pub fn workspace(&self, max_t_in: usize) -> Result<ConvTranspose1dWorkspace, KernelError> {
         let mut ws = ConvTranspose1dWorkspace::new();
-        ws.reserve(self, max_t_in);
-        ws
+        ws.reserve(self, max_t_in)?;
+        Ok(ws)
     }
 
     /// `out: [c_out, out_len(t_in)] = conv_transpose(x: [c_in, t_in])`.
@@ -257,7 +403,10 @@ impl ConvTranspose1d {
         if t_out == 0 {
             return Ok(());
         }
-        ws.reserve(self, t_in);
+        if let Some(inner) = &self.inner {
+            return self.forward_phases(pool, inner, x, t_in, out, t_out, ws);
+        }
+        ws.reserve(self, t_in)?;
         let (cig, cog, k) = (p.c_in / p.groups, p.c_out / p.groups, p.kernel);
         let block_cols = CO_CHUNK * k * t_in;
         let failure: Mutex<Option<KernelError>> = Mutex::new(None);
@@ -400,7 +549,7 @@ impl StreamingConvTranspose1d {
         }
         let pt = p.kernel - p.stride;
         let full = p.c_out * p.out_len(max_t_in.max(1))?;
-        let ws = conv.workspace(max_t_in);
+        let ws = conv.workspace(max_t_in)?;
         Ok(Self {
             partial: vec![0.0; p.c_out * pt],
             full: vec![0.0; full],
@@ -518,12 +667,17 @@ mod tests {
             let x = rnd_vec(seed ^ 77, p.c_in * t);
             let bias = bias.then_some(&b[..]);
             let want = conv_transpose1d_reference(&p, &w, bias, &x, t).unwrap();
-            let conv = ConvTranspose1d::new(p, &w, bias).unwrap();
             let pool = LanePool::new(2).unwrap();
-            let mut ws = ConvTranspose1dWorkspace::new();
-            let mut got = vec![f32::NAN; want.len()];
-            conv.forward(&pool, &x, t, &mut got, &mut ws).unwrap();
-            assert_close(&p, &w, &x, t, &got, &want);
+            for route in [Conv1dRoute::Direct, Conv1dRoute::Gemm] {
+                let mut conv = ConvTranspose1d::with_route(p, &w, bias, route).unwrap();
+                for level in crate::kernels::cpu::available_levels() {
+                    conv.set_level(level);
+                    let mut ws = ConvTranspose1dWorkspace::new();
+                    let mut got = vec![f32::NAN; want.len()];
+                    conv.forward(&pool, &x, t, &mut got, &mut ws).unwrap();
+                    assert_close(&p, &w, &x, t, &got, &want);
+                }
+            }
         }
 
         #[test]
@@ -565,7 +719,7 @@ mod tests {
 
     #[test]
     fn bit_identical_across_budgets() {
-        for p in [
+        for (p, route) in [
             ConvTranspose1dParams::new(24, 20, 12)
                 .stride(6)
                 .padding(3, 0),
@@ -574,13 +728,16 @@ mod tests {
                 .padding(1, 1)
                 .groups(16),
             ConvTranspose1dParams::new(12, 18, 4).stride(2).groups(3),
-        ] {
+        ]
+        .into_iter()
+        .flat_map(|p| [Conv1dRoute::Direct, Conv1dRoute::Gemm].map(|r| (p, r)))
+        {
             let t = 150;
             let w = rnd_vec(1, p.weight_len());
             let b = rnd_vec(2, p.c_out);
             let x = rnd_vec(3, p.c_in * t);
-            let conv = ConvTranspose1d::new(p, &w, Some(&b)).unwrap();
-            let mut ws = conv.workspace(t);
+            let conv = ConvTranspose1d::with_route(p, &w, Some(&b), route).unwrap();
+            let mut ws = conv.workspace(t).unwrap();
             let mut first: Option<Vec<f32>> = None;
             for threads in 1..=4 {
                 let pool = LanePool::new(threads).unwrap();
@@ -609,5 +766,52 @@ mod tests {
         )
         .unwrap();
         assert!(StreamingConvTranspose1d::new(conv, 4).is_err());
+    }
+
+    /// Ad-hoc timing of Kokoro's upsampling convs (run with `--ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn time_kokoro_upsample() {
+        let pool = LanePool::new(1).unwrap();
+        for (p, t) in [
+            (
+                ConvTranspose1dParams::new(512, 256, 20)
+                    .stride(10)
+                    .padding(5, 0),
+                80,
+            ),
+            (
+                ConvTranspose1dParams::new(256, 128, 12)
+                    .stride(6)
+                    .padding(3, 0),
+                800,
+            ),
+        ] {
+            let w = rnd_vec(1, p.weight_len());
+            let x = rnd_vec(3, p.c_in * t);
+            let t_out = p.out_len(t).unwrap();
+            let mut out = vec![0.0; p.c_out * t_out];
+            for route in [Conv1dRoute::Direct, Conv1dRoute::Gemm] {
+                let conv = ConvTranspose1d::with_route(p, &w, None, route).unwrap();
+                let mut ws = conv.workspace(t).unwrap();
+                conv.forward(&pool, &x, t, &mut out, &mut ws).unwrap();
+                let n = 10;
+                let st = std::time::Instant::now();
+                for _ in 0..n {
+                    conv.forward(&pool, &x, t, &mut out, &mut ws).unwrap();
+                }
+                let dt = st.elapsed().as_secs_f64() / n as f64;
+                let flops = 2.0 * p.weight_len() as f64 * t as f64;
+                println!(
+                    "{} -> {} k {} s {} T {t} {route:?}: {:.2} ms, {:.1} GFLOP/s",
+                    p.c_in,
+                    p.c_out,
+                    p.kernel,
+                    p.stride,
+                    dt * 1e3,
+                    flops / dt / 1e9
+                );
+            }
+        }
     }
 }
