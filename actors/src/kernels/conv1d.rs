@@ -1,21 +1,25 @@
 //! 1-D convolution (batch 1, channel-major `[C, T]` f32), batch and streaming.
 //!
 //! Routes (each runs on the bound [`SimdLevel`], capped at the CPU's):
-//! - direct (`stride == 1`, `C_in/groups > 1`): a register-blocked
-//!   microkernel, [`MR`] output channels × 2–4 vectors of time, accumulating
-//!   `w[co, ci, k] · x[ci, t + k·d]` straight from the padded input (no
-//!   im2col). Weights are packed once at bind time as
-//!   `[group][co block][ci][k][MR]`, input channels are blocked by
-//!   [`CI_BLOCK`] to stay in L1/L2. This is the Kokoro hot path.
-//! - GEMM (`stride > 1`, `C_in/groups > 1`): one [`sgemm`] per kernel tap on
-//!   a strided view of the padded input (`out[:, t] += W_k · x[:, t·s + k·d]`),
-//!   weights repacked per tap at bind time, into per-chunk tiles.
-//! - depthwise (`C_in/groups == 1`): a vector loop over time per channel.
+//! - direct ([`Conv1dRoute::Direct`], the default for `C_in/groups > 1`): a
+//!   register-blocked microkernel, [`MR`] output channels × 2–4 vectors of
+//!   time, accumulating `w[co, ci, k] · x[ci, t + k·d]` straight from the
+//!   padded input (no im2col). Weights are packed once at bind time as
+//!   `[group][co block][ci][k][MR]`; input channels are blocked by
+//!   [`CI_BLOCK`] to stay in L1/L2. `stride > 1` is first rewritten as a
+//!   stride-1 conv over the `stride` phases of the input (`k·d = q·s + r`
+//!   reads phase `r` at offset `q`). This is the Kokoro/Mimi hot path.
+//! - GEMM ([`Conv1dRoute::Gemm`]): one [`sgemm`] per kernel tap on a strided
+//!   view of the padded input (`out[:, t] += W_k · x[:, t·s + k·d]`), into
+//!   per-chunk tiles. Kept as a cross-check and fallback.
+//! - depthwise (`C_in/groups == 1`, any channel multiplier): a vector loop
+//!   over time per output channel.
 //!
 //! The dense routes split output time into fixed chunks of [`TIME_CHUNK`]
 //! frames, the depthwise route splits channels into fixed blocks: chunk
 //! boundaries depend only on the shapes, so outputs are bit-identical for
-//! every thread budget.
+//! every thread budget. A [`Conv1dWorkspace`] reserved at bind time for the
+//! largest input makes `forward` allocation-free (it grows only if too small).
 
 use std::sync::Mutex;
 
