@@ -1,5 +1,6 @@
 //! voxlane developer tasks: `cargo xtask diagrams [--check]`, `fetch-models`, `bench`.
 
+mod bench;
 mod diagrams;
 
 use std::process::ExitCode;
@@ -10,12 +11,14 @@ tasks:
   diagrams [--check]   write diagrams/<machine>.mmd and diagrams/README.md from the
                        machines' transition tables (--check: fail if the files differ)
   fetch-models         download the default Kokoro model (coming with the Kokoro issue)
-  bench                benchmarks (coming with the kernel issue)";
+  bench kernels [--json FILE] [--md FILE] [--threads 1,2] [--quick]
+                       kernel speed beside a reference measured in the same run";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("diagrams") => diagrams::run(args.iter().any(|a| a == "--check")),
+        Some("bench") => bench::run(&args[1..]),
         Some("-h" | "--help") | None => {
             println!("{USAGE}");
             Ok(())

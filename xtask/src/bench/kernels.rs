@@ -1,0 +1,332 @@
+//! `cargo xtask bench kernels`: each kernel at shapes from the real models,
+//! at every requested thread budget, beside a reference from the same run.
+
+use super::report::Row;
+use super::timing::{median_secs, window};
+use super::BenchOptions;
+use half::{bf16, f16};
+use voxlane_actors::kernels::attention::{attention_step, AttentionConfig, KvCache};
+use voxlane_actors::kernels::f32_matvec;
+use voxlane_actors::kernels::matmul::{matmul_ws, MatmulWorkspace, Weights};
+use voxlane_actors::kernels::sgemm::{sgemm, MatRef};
+use voxlane_runtime::{Fork, LanePool};
+
+/// Deterministic pseudo-random values in [-1, 1).
+pub fn data(len: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+fn pool(threads: usize) -> Result<LanePool, String> {
+    LanePool::new(threads).map_err(|e| e.to_string())
+}
+
+/// Memory-bound matvecs: GB/s of weights streamed vs the measured read bandwidth.
+fn matvec_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
+    let w = window(opts.quick);
+    for &t in &opts.threads {
+        let bw = super::bandwidth::read_gbps(t, w)?;
+        let reference = "read bandwidth GB/s".to_string();
+        let p = pool(t)?;
+        // f32 matvec, exact order.
+        let (n, k) = (4096, 4096);
+        let wts = data(n * k, 1);
+        let x = data(k, 2);
+        let mut y = vec![0.0; n];
+        let secs = median_secs(
+            || f32_matvec::matvec(&x, &wts, n, None, &mut y, &p).expect("matvec"),
+            w,
+            5,
+        );
+        rows.push(Row {
+            kernel: "kernel_f32_matvec",
+            dtype: "f32",
+            shape: format!("{n}x{k}"),
+            threads: t,
+            ours: (n * k * 4) as f64 / secs / 1e9,
+            unit: "GB/s",
+            reference: reference.clone(),
+            reference_value: bw,
+            target: 0.6,
+        });
+        drop(wts);
+        // Moshi's linears as matvecs (token decode), bf16 and q8_0.
+        for (n, k) in [(4096usize, 4096usize), (11264, 4096)] {
+            let src = data(n * k, 3);
+            let bf: Vec<bf16> = src.iter().map(|v| bf16::from_f32(*v)).collect();
+            let formats = [
+                ("bf16", Weights::bf16(&bf, n, k).map_err(|e| e.to_string())?),
+                (
+                    "q8_0",
+                    Weights::q8_0_from_f32(&src, n, k).map_err(|e| e.to_string())?,
+                ),
+            ];
+            drop((src, bf));
+            let x = data(k, 4);
+            let mut y = vec![0.0; n];
+            let mut ws = MatmulWorkspace::new(1, k);
+            for (dtype, weights) in formats {
+                let secs = median_secs(
+                    || matmul_ws(&x, 1, k, &weights, None, &mut y, &mut ws, &p).expect("matvec"),
+                    w,
+                    5,
+                );
+                rows.push(Row {
+                    kernel: "kernel_matmul",
+                    dtype,
+                    shape: format!("M=1 N={n} K={k}"),
+                    threads: t,
+                    ours: weights.bytes() as f64 / secs / 1e9,
+                    unit: "GB/s",
+                    reference: reference.clone(),
+                    reference_value: bw,
+                    target: 0.6,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The library route for a GEMM: the `gemm` crate, single-threaded per lane,
+/// N split into one contiguous part per lane.
+fn gemm_reference(p: &LanePool, a: &[f32], m: usize, k: usize, w: &[f32], n: usize, c: &mut [f32]) {
+    let parts = p.threads();
+    let cols = n.div_ceil(parts);
+    let base = c.as_mut_ptr() as usize;
+    p.fork(parts, &|i| {
+        let j0 = i * cols;
+        let j1 = ((i + 1) * cols).min(n);
+        if j0 >= j1 {
+            return;
+        }
+        // SAFETY: lanes write disjoint column ranges of `c`; `c` outlives the fork.
+        let c = unsafe {
+            std::slice::from_raw_parts_mut((base as *mut f32).add(j0), (m - 1) * n + (j1 - j0))
+        };
+        sgemm(
+            m,
+            j1 - j0,
+            k,
+            MatRef::row_major(a, k),
+            MatRef::transposed(&w[j0 * k..], k),
+            c,
+            n,
+            false,
+        )
+        .expect("reference gemm");
+    })
+    .expect("reference lanes");
+}
+
+fn gemm_f16_reference(
+    p: &LanePool,
+    a: &[f16],
+    m: usize,
+    k: usize,
+    w: &[f16],
+    n: usize,
+    c: &mut [f16],
+) {
+    let parts = p.threads();
+    let cols = n.div_ceil(parts);
+    let base = c.as_mut_ptr() as usize;
+    p.fork(parts, &|i| {
+        let j0 = i * cols;
+        let j1 = ((i + 1) * cols).min(n);
+        if j0 >= j1 {
+            return;
+        }
+        // SAFETY: disjoint column ranges; every index is in bounds for these strides.
+        unsafe {
+            gemm::gemm(
+                m,
+                j1 - j0,
+                k,
+                (base as *mut f16).add(j0),
+                1,
+                n as isize,
+                false,
+                a.as_ptr(),
+                1,
+                k as isize,
+                w.as_ptr().add(j0 * k),
+                k as isize,
+                1,
+                f16::ZERO,
+                f16::ONE,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
+    })
+    .expect("reference lanes");
+}
+
+/// Compute-bound GEMMs (prefill, ALBERT, projections): GFLOP/s vs the gemm crate.
+fn gemm_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
+    let w = window(opts.quick);
+    for &t in &opts.threads {
+        let p = pool(t)?;
+        for (m, k, n) in [(128usize, 768usize, 3072usize), (800, 512, 512)] {
+            let a = data(m * k, 5);
+            let src = data(n * k, 6);
+            let flops = 2.0 * (m * n * k) as f64;
+            let mut c = vec![0.0; m * n];
+            let mut ws = MatmulWorkspace::new(m, k);
+            let f32w = Weights::f32(src.clone(), n, k).map_err(|e| e.to_string())?;
+            let ours = median_secs(
+                || matmul_ws(&a, m, k, &f32w, None, &mut c, &mut ws, &p).expect("gemm"),
+                w,
+                3,
+            );
+            let reference = median_secs(|| gemm_reference(&p, &a, m, k, &src, n, &mut c), w, 3);
+            rows.push(Row {
+                kernel: "kernel_matmul",
+                dtype: "f32",
+                shape: format!("M={m} N={n} K={k}"),
+                threads: t,
+                ours: flops / ours / 1e9,
+                unit: "GFLOP/s",
+                reference: "gemm crate GFLOP/s".into(),
+                reference_value: flops / reference / 1e9,
+                target: 0.8,
+            });
+            let hw: Vec<f16> = src.iter().map(|v| f16::from_f32(*v)).collect();
+            let ha: Vec<f16> = a.iter().map(|v| f16::from_f32(*v)).collect();
+            let mut hc = vec![f16::ZERO; m * n];
+            let f16w = Weights::f16(&hw, n, k).map_err(|e| e.to_string())?;
+            let ours = median_secs(
+                || matmul_ws(&a, m, k, &f16w, None, &mut c, &mut ws, &p).expect("gemm"),
+                w,
+                3,
+            );
+            let reference =
+                median_secs(|| gemm_f16_reference(&p, &ha, m, k, &hw, n, &mut hc), w, 3);
+            rows.push(Row {
+                kernel: "kernel_matmul",
+                dtype: "f16",
+                shape: format!("M={m} N={n} K={k}"),
+                threads: t,
+                ours: flops / ours / 1e9,
+                unit: "GFLOP/s",
+                reference: "gemm crate f16 GFLOP/s".into(),
+                reference_value: flops / reference / 1e9,
+                target: 0.8,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The library route for one streaming attention step: per head, scores and
+/// outputs as gemm-crate products over contiguous K/V, softmax in between.
+fn attention_reference(
+    p: &LanePool,
+    cfg: &AttentionConfig,
+    q: &[f32],
+    keys: &[f32],
+    vals: &[f32],
+    out: &mut [f32],
+) {
+    let (h, d, t) = (cfg.heads, cfg.head_dim, cfg.context);
+    let base = out.as_mut_ptr() as usize;
+    p.fork(h, &|head| {
+        let mut scores = vec![0.0f32; t];
+        let kh = &keys[head * t * d..(head + 1) * t * d];
+        let vh = &vals[head * t * d..(head + 1) * t * d];
+        sgemm(
+            1,
+            t,
+            d,
+            MatRef::row_major(&q[head * d..(head + 1) * d], d),
+            MatRef::transposed(kh, d),
+            &mut scores,
+            t,
+            false,
+        )
+        .expect("scores");
+        let mx = scores.iter().fold(f32::NEG_INFINITY, |a, b| a.max(*b));
+        let mut z = 0.0;
+        for s in &mut scores {
+            *s = ((*s - mx) * cfg.scale).exp();
+            z += *s;
+        }
+        scores.iter_mut().for_each(|s| *s /= z);
+        // SAFETY: each head writes its own `d` outputs.
+        let o = unsafe { std::slice::from_raw_parts_mut((base as *mut f32).add(head * d), d) };
+        sgemm(
+            1,
+            d,
+            t,
+            MatRef::row_major(&scores, t),
+            MatRef::row_major(vh, d),
+            o,
+            d,
+            false,
+        )
+        .expect("values");
+    })
+    .expect("reference lanes");
+}
+
+/// Mimi's attention: one streaming step against a full 250-frame window.
+fn attention_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
+    let w = window(opts.quick);
+    let cfg = AttentionConfig::mimi();
+    let width = cfg.width();
+    for &t in &opts.threads {
+        let p = pool(t)?;
+        let mut cache = KvCache::new(cfg).map_err(|e| e.to_string())?;
+        let x = data(width, 7);
+        let mut out = vec![0.0; width];
+        for _ in 0..cfg.context {
+            attention_step(&x, &x, &x, 1, &mut cache, &mut out, &p).map_err(|e| e.to_string())?;
+        }
+        let ours = median_secs(
+            || attention_step(&x, &x, &x, 1, &mut cache, &mut out, &p).expect("attention"),
+            w,
+            20,
+        );
+        let keys = data(cfg.heads * cfg.context * cfg.head_dim, 8);
+        let vals = data(cfg.heads * cfg.context * cfg.head_dim, 9);
+        let reference = median_secs(
+            || attention_reference(&p, &cfg, &x, &keys, &vals, &mut out),
+            w,
+            20,
+        );
+        rows.push(Row {
+            kernel: "kernel_attention",
+            dtype: "f32",
+            shape: format!(
+                "H={} D={} window={} step=1",
+                cfg.heads, cfg.head_dim, cfg.context
+            ),
+            threads: t,
+            ours: 1.0 / ours,
+            unit: "steps/s",
+            reference: "gemm-crate route steps/s".into(),
+            reference_value: 1.0 / reference,
+            target: 0.8,
+        });
+    }
+    Ok(())
+}
+
+/// Every kernel row.
+pub fn run(opts: &BenchOptions) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    matvec_rows(opts, &mut rows)?;
+    gemm_rows(opts, &mut rows)?;
+    attention_rows(opts, &mut rows)?;
+    Ok(rows)
+}

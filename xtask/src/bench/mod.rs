@@ -1,0 +1,74 @@
+//! `cargo xtask bench <target> [--json FILE] [--md FILE] [--quick]`.
+//!
+//! Benchmarks measure speed against a reference measured in the same run on
+//! the same machine, and report ratios; they never assert timings.
+
+mod bandwidth;
+mod kernels;
+mod report;
+mod timing;
+
+/// Options shared by every bench target.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Write the rows as JSON here.
+    pub json: Option<std::path::PathBuf>,
+    /// Write the markdown table here.
+    pub md: Option<std::path::PathBuf>,
+    /// Shorter timing windows (for smoke runs).
+    pub quick: bool,
+    /// Thread budgets to measure.
+    pub threads: Vec<usize>,
+}
+
+fn parse(args: &[String]) -> Result<(String, BenchOptions), String> {
+    let mut target = None;
+    let mut opts = BenchOptions {
+        json: None,
+        md: None,
+        quick: false,
+        threads: vec![1, 2],
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--json" => opts.json = Some(it.next().ok_or("--json needs a file")?.into()),
+            "--md" => opts.md = Some(it.next().ok_or("--md needs a file")?.into()),
+            "--quick" => opts.quick = true,
+            "--threads" => {
+                let list = it.next().ok_or("--threads needs a list like 1,2")?;
+                opts.threads = list
+                    .split(',')
+                    .map(|t| {
+                        t.trim()
+                            .parse::<usize>()
+                            .map_err(|e| format!("--threads {list}: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?;
+                if opts.threads.contains(&0) {
+                    return Err("--threads: a budget of 0 threads computes nothing".into());
+                }
+            }
+            t if !t.starts_with('-') && target.is_none() => target = Some(t.to_string()),
+            other => return Err(format!("unknown bench argument `{other}`")),
+        }
+    }
+    Ok((target.ok_or("bench needs a target: kernels")?, opts))
+}
+
+/// Run `cargo xtask bench ...`.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let (target, opts) = parse(args)?;
+    if cfg!(debug_assertions) {
+        eprintln!("warning: xtask built with debug assertions; numbers are not representative");
+    }
+    let rows = match target.as_str() {
+        "kernels" => kernels::run(&opts)?,
+        other => {
+            return Err(format!(
+                "unknown bench target `{other}` (available: kernels)"
+            ))
+        }
+    };
+    report::emit(&target, &rows, &opts)
+}
