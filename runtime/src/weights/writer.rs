@@ -89,7 +89,7 @@ pub fn write_safetensors(
     }
     let mut text = serde_json::Value::Object(header).to_string().into_bytes();
     // Pad so the data section starts 8-byte aligned.
-    while (8 + text.len()) % 8 != 0 {
+    while !(8 + text.len()).is_multiple_of(8) {
         text.push(b' ');
     }
     let tmp = path.with_extension("partial");
