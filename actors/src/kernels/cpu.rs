@@ -1,8 +1,10 @@
 //! Runtime CPU feature detection: the one place SIMD routes are chosen.
 //!
 //! Detected once per process and cached; kernels read [`features()`] (or take a
-//! [`SimdLevel`] chosen at bind time) and never call `is_x86_feature_detected!`
-//! themselves. `VOXLANE_SIMD=scalar|avx2|avx512` caps the level, so CI machines
+//! [`SimdLevel`] chosen at bind time) and never probe the CPU themselves. The
+//! microarchitecture levels come from pulp (`V3` = x86-64-v3: AVX2+FMA,
+//! `V4` = x86-64-v4: AVX-512 F/BW/CD/DQ/VL); the extensions pulp's levels do
+//! not cover (VNNI, BF16, FP16, F16C) from `is_x86_feature_detected!`. `VOXLANE_SIMD=scalar|avx2|avx512` caps the level, so CI machines
 //! and tests can force every fallback.
 
 use std::sync::OnceLock;
@@ -41,11 +43,8 @@ impl CpuFeatures {
         #[cfg(target_arch = "x86_64")]
         {
             Self {
-                avx2_fma: is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
-                avx512: is_x86_feature_detected!("avx512f")
-                    && is_x86_feature_detected!("avx512bw")
-                    && is_x86_feature_detected!("avx512vl")
-                    && is_x86_feature_detected!("avx512dq"),
+                avx2_fma: pulp::x86::V3::try_new().is_some(),
+                avx512: pulp::x86::V4::try_new().is_some(),
                 avx512_vnni: is_x86_feature_detected!("avx512vnni"),
                 avx512_bf16: is_x86_feature_detected!("avx512bf16"),
                 avx512_fp16: is_x86_feature_detected!("avx512fp16"),
@@ -101,4 +100,28 @@ pub fn available_levels() -> Vec<SimdLevel> {
         .into_iter()
         .filter(|l| *l <= best)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_are_ordered_and_consistent() {
+        let f = CpuFeatures::detect();
+        assert!(!f.avx512 || f.avx2_fma, "x86-64-v4 implies v3");
+        #[cfg(target_arch = "x86_64")]
+        {
+            assert_eq!(
+                f.avx2_fma,
+                is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+            );
+            assert_eq!(f.avx512, f.avx512 && is_x86_feature_detected!("avx512f"));
+        }
+        let levels = available_levels();
+        assert_eq!(levels[0], SimdLevel::Scalar);
+        assert!(levels.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(*levels.last().unwrap(), simd_level());
+        assert_eq!(CpuFeatures::default().best_level(), SimdLevel::Scalar);
+    }
 }
