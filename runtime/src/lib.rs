@@ -3,9 +3,11 @@
 //! - [`lane_pool`]: fork/join lanes with a strict thread budget (caller = lane 0).
 //! - [`actor_host`]: a machine behind a crossbeam mailbox, run-to-completion.
 //! - [`diagnostics`]: per-machine counters (events, rejections by reason, time in state).
+//! - [`io`]: `.npy` and WAV files, written atomically.
 
 pub mod actor_host;
 pub mod diagnostics;
+pub mod io;
 pub mod lane_pool;
 pub mod weights;
 
