@@ -6,7 +6,9 @@
 pub mod cli;
 pub mod core;
 pub mod diagrams;
+pub mod kernel_attention;
 pub mod kernel_f32_matvec;
+pub mod kernel_matmul;
 pub mod kernels;
 pub mod lane_dispatch;
 pub mod registry;

@@ -4,5 +4,10 @@ use crate::core::MachineSpec;
 
 /// All machines voxlane ships.
 pub fn all_specs() -> Vec<&'static MachineSpec> {
-    vec![&crate::lane_dispatch::SPEC, &crate::kernel_f32_matvec::SPEC]
+    vec![
+        &crate::lane_dispatch::SPEC,
+        &crate::kernel_f32_matvec::SPEC,
+        &crate::kernel_matmul::SPEC,
+        &crate::kernel_attention::SPEC,
+    ]
 }

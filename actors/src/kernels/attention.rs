@@ -103,7 +103,8 @@ impl AttentionConfig {
         self.heads * self.head_dim
     }
 
-    fn validate(&self) -> Result<(), KernelError> {
+    /// `Ok` if a [`KvCache`] can be built for this configuration (the reason otherwise).
+    pub fn validate(&self) -> Result<(), KernelError> {
         let bad = |what, detail: String| Err(KernelError::Param { what, detail });
         if self.heads == 0 || self.head_dim == 0 {
             return bad(

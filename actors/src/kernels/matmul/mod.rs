@@ -29,6 +29,8 @@ use voxlane_runtime::Fork;
 pub use self::half::HalfKind;
 pub use self::int8::{quantize_activations, ActivationQuant, IntWeights};
 pub use self::q8_0::{quantize_q8_0, Q8_0_BLOCK, Q8_0_BLOCK_BYTES};
+/// The half-precision element types [`Weights::f16`] and [`Weights::bf16`] take.
+pub use ::half::{bf16, f16};
 
 /// Output columns (weight rows) per parallel chunk; fixed, independent of threads.
 pub const CHUNK_N: usize = 64;
