@@ -17,9 +17,7 @@ pub fn guard_budget_invalid(c: &Configure) -> bool {
 }
 
 fn pool_threads(m: &LaneDispatchMachine) -> usize {
-    m.pool
-        .as_ref()
-        .map_or(0, voxlane_runtime::Fork::threads)
+    m.pool.as_ref().map_or(0, voxlane_runtime::Fork::threads)
 }
 
 /// The dispatch asks for more lanes than the pool owns.
