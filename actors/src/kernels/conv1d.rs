@@ -166,7 +166,12 @@ impl Conv1dParams {
     }
 }
 
-fn out_len_padded(t_pad: usize, span: usize, stride: usize) -> Result<usize, KernelError> {
+/// Output frames of a conv over `t_pad` already padded frames.
+pub(crate) fn out_len_padded(
+    t_pad: usize,
+    span: usize,
+    stride: usize,
+) -> Result<usize, KernelError> {
     if t_pad < span {
         return Err(KernelError::Param {
             what: "conv1d input length",
@@ -176,14 +181,16 @@ fn out_len_padded(t_pad: usize, span: usize, stride: usize) -> Result<usize, Ker
     Ok((t_pad - span) / stride + 1)
 }
 
-/// Write `x: [C, t]` into `dst: [C, pl + t + pr]` with the padding of `mode`.
-fn pad_into(
-    x: &[f32],
+/// Write `x: [C, t]` into `dst: [C, pl + t + pr]` with the padding of `mode`;
+/// `zero` is what [`PadMode::Zeros`] writes (the zero point for quantized input).
+pub(crate) fn pad_into<T: Copy>(
+    x: &[T],
     t: usize,
     pl: usize,
     pr: usize,
     mode: PadMode,
-    dst: &mut [f32],
+    zero: T,
+    dst: &mut [T],
 ) -> Result<(), KernelError> {
     let tp = pl + t + pr;
     if t == 0 && mode != PadMode::Zeros && pl + pr > 0 {
@@ -202,14 +209,14 @@ fn pad_into(
         row[pl..pl + t].copy_from_slice(&src[..t]);
         for j in 0..pl {
             row[j] = match mode {
-                PadMode::Zeros => 0.0,
+                PadMode::Zeros => zero,
                 PadMode::Reflect => src[pl - j],
                 PadMode::Replicate => src[0],
             };
         }
         for j in 0..pr {
             row[pl + t + j] = match mode {
-                PadMode::Zeros => 0.0,
+                PadMode::Zeros => zero,
                 PadMode::Reflect => src[t - 2 - j],
                 PadMode::Replicate => src[t - 1],
             };
@@ -231,7 +238,7 @@ pub fn conv1d_reference(
     check_len("conv1d input", p.c_in * t_in, x.len())?;
     let tp = p.padded_len(t_in);
     let mut xp = vec![0.0; p.c_in * tp];
-    pad_into(x, t_in, p.pad_left, p.pad_right, p.pad_mode, &mut xp)?;
+    pad_into(x, t_in, p.pad_left, p.pad_right, p.pad_mode, 0.0, &mut xp)?;
     let t_out = p.out_len(t_in)?;
     let (cig, cog) = (p.c_in / p.groups, p.c_out / p.groups);
     let mut y = vec![0.0; p.c_out * t_out];
@@ -485,7 +492,7 @@ impl Conv1d {
         check_len("conv1d output", p.c_out * t_out, out.len())?;
         grow(&mut ws.xpad, p.c_in * tp);
         let xpad = &mut ws.xpad[..p.c_in * tp];
-        pad_into(x, t_in, p.pad_left, p.pad_right, p.pad_mode, xpad)?;
+        pad_into(x, t_in, p.pad_left, p.pad_right, p.pad_mode, 0.0, xpad)?;
         self.run_padded(pool, &ws.xpad, tp, out, &mut ws.scratch)
     }
 

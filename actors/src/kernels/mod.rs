@@ -3,6 +3,7 @@
 
 pub mod attention;
 pub mod conv1d;
+pub mod conv1d_int8;
 pub mod conv_transpose1d;
 pub mod cpu;
 pub mod elementwise;

@@ -5,9 +5,14 @@ use super::report::Row;
 use super::timing::{median_secs, window};
 use super::BenchOptions;
 use half::{bf16, f16};
+use std::sync::Mutex;
 use voxlane_actors::kernels::attention::{attention_step, AttentionConfig, KvCache};
+use voxlane_actors::kernels::conv1d::{Conv1d, Conv1dParams, Conv1dRoute};
+use voxlane_actors::kernels::conv1d_int8::Conv1dInt8;
+use voxlane_actors::kernels::conv_transpose1d::{ConvTranspose1d, ConvTranspose1dParams};
 use voxlane_actors::kernels::f32_matvec;
-use voxlane_actors::kernels::matmul::{matmul_ws, MatmulWorkspace, Weights};
+use voxlane_actors::kernels::lstm::{Lstm, LstmWeights};
+use voxlane_actors::kernels::matmul::{matmul_ws, IntWeights, MatmulWorkspace, Weights};
 use voxlane_actors::kernels::sgemm::{sgemm, MatRef};
 use voxlane_runtime::{Fork, LanePool};
 
@@ -322,11 +327,324 @@ fn attention_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String
     Ok(())
 }
 
+/// Kokoro generator convolutions: `(c, kernel, dilation, frames)`, same padding.
+const CONV_SHAPES: [(usize, usize, usize, usize); 6] = [
+    (256, 3, 1, 800),
+    (256, 7, 3, 800),
+    (256, 11, 5, 800),
+    (128, 3, 1, 4800),
+    (128, 7, 3, 4800),
+    (128, 11, 5, 4800),
+];
+
+/// Conv1d f32 (direct route vs its im2col-free GEMM route on the gemm crate)
+/// and int8 (`DynamicQuantizeLinear` + `ConvInteger` + dequantize, vs our f32
+/// direct route) at Kokoro's generator shapes.
+fn conv_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
+    let w = window(opts.quick);
+    let err = |e: voxlane_actors::kernels::KernelError| e.to_string();
+    for &t in &opts.threads {
+        let p = pool(t)?;
+        for (c, k, d, frames) in CONV_SHAPES {
+            let pad = (k - 1) * d / 2;
+            let params = Conv1dParams::new(c, c, k).dilation(d).padding(pad, pad);
+            let wf = data(params.weight_len(), 11);
+            let bias = data(c, 12);
+            let x = data(c * frames, 13);
+            let t_out = params.out_len(frames).map_err(err)?;
+            let mut out = vec![0.0; c * t_out];
+            let flops = 2.0 * params.weight_len() as f64 * t_out as f64;
+            let shape = format!("{c}→{c} k{k} d{d} T={frames}");
+            let direct =
+                Conv1d::with_route(params, &wf, Some(&bias), Conv1dRoute::Direct).map_err(err)?;
+            let gemm =
+                Conv1d::with_route(params, &wf, Some(&bias), Conv1dRoute::Gemm).map_err(err)?;
+            let mut ws = direct.workspace(frames).map_err(err)?;
+            let ours = median_secs(
+                || {
+                    direct
+                        .forward(&p, &x, frames, &mut out, &mut ws)
+                        .expect("conv")
+                },
+                w,
+                3,
+            );
+            let mut gws = gemm.workspace(frames).map_err(err)?;
+            let reference = median_secs(
+                || {
+                    gemm.forward(&p, &x, frames, &mut out, &mut gws)
+                        .expect("conv")
+                },
+                w,
+                3,
+            );
+            rows.push(Row {
+                kernel: "kernel_conv1d",
+                dtype: "f32",
+                shape: shape.clone(),
+                threads: t,
+                ours: flops / ours / 1e9,
+                unit: "GFLOP/s",
+                reference: "gemm route GFLOP/s".into(),
+                reference_value: flops / reference / 1e9,
+                target: 0.8,
+            });
+            // Symmetric per-channel int8 weights, as onnxruntime exports them.
+            let wq: Vec<i8> = wf.iter().map(|v| (v * 127.0) as i8).collect();
+            let scales = vec![1.0 / 127.0; c];
+            let int8 = Conv1dInt8::new(params, IntWeights::I8(&wq), &scales, &[0], Some(&bias))
+                .map_err(err)?;
+            let mut qws = int8.workspace(frames).map_err(err)?;
+            let quant = median_secs(
+                || {
+                    int8.forward(&p, &x, frames, &mut out, &mut qws)
+                        .expect("conv int8")
+                },
+                w,
+                3,
+            );
+            rows.push(Row {
+                kernel: "kernel_conv1d",
+                dtype: "int8",
+                shape,
+                threads: t,
+                ours: flops / quant / 1e9,
+                unit: "GOP/s",
+                reference: "our f32 direct GFLOP/s".into(),
+                reference_value: flops / ours / 1e9,
+                target: 2.0,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Kokoro's upsamplers: polyphase route vs the GEMM + col2im route.
+fn conv_transpose_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
+    let w = window(opts.quick);
+    let err = |e: voxlane_actors::kernels::KernelError| e.to_string();
+    let shapes = [
+        (
+            ConvTranspose1dParams::new(512, 256, 20)
+                .stride(10)
+                .padding(5, 0),
+            80usize,
+        ),
+        (
+            ConvTranspose1dParams::new(256, 128, 12)
+                .stride(6)
+                .padding(3, 0),
+            800,
+        ),
+    ];
+    for &t in &opts.threads {
+        let p = pool(t)?;
+        for (params, frames) in shapes {
+            let wf = data(params.weight_len(), 21);
+            let bias = data(params.c_out, 22);
+            let x = data(params.c_in * frames, 23);
+            let t_out = params.out_len(frames).map_err(err)?;
+            let mut out = vec![0.0; params.c_out * t_out];
+            let flops = 2.0 * params.weight_len() as f64 * frames as f64;
+            let ours_conv = ConvTranspose1d::new(params, &wf, Some(&bias)).map_err(err)?;
+            let gemm = ConvTranspose1d::with_route(params, &wf, Some(&bias), Conv1dRoute::Gemm)
+                .map_err(err)?;
+            let mut ws = ours_conv.workspace(frames).map_err(err)?;
+            let ours = median_secs(
+                || {
+                    ours_conv
+                        .forward(&p, &x, frames, &mut out, &mut ws)
+                        .expect("convT")
+                },
+                w,
+                3,
+            );
+            let mut gws = gemm.workspace(frames).map_err(err)?;
+            let reference = median_secs(
+                || {
+                    gemm.forward(&p, &x, frames, &mut out, &mut gws)
+                        .expect("convT")
+                },
+                w,
+                3,
+            );
+            rows.push(Row {
+                kernel: "kernel_conv_transpose1d",
+                dtype: "f32",
+                shape: format!(
+                    "{}→{} k{} s{} p{} T={frames}",
+                    params.c_in, params.c_out, params.kernel, params.stride, params.padding
+                ),
+                threads: t,
+                ours: flops / ours / 1e9,
+                unit: "GFLOP/s",
+                reference: "gemm route GFLOP/s".into(),
+                reference_value: flops / reference / 1e9,
+                target: 0.8,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// One direction's weights and the reference's preallocated scratch.
+struct LstmDir {
+    w_ih: Vec<f32>,
+    w_hh: Vec<f32>,
+    bias: Vec<f32>,
+    scratch: Mutex<RefScratch>,
+}
+
+/// The LSTM reference's buffers, allocated once outside the timed calls.
+struct RefScratch {
+    /// `[T, 4H]` input projection.
+    gx: Vec<f32>,
+    /// One step's `[4H]` gates.
+    gs: Vec<f32>,
+    h: Vec<f32>,
+    c: Vec<f32>,
+}
+
+fn sigmoid(v: f32) -> f32 {
+    1.0 / (1.0 + (-v).exp())
+}
+
+/// The library route for an LSTM: per direction (one lane each), the input
+/// projection as one gemm-crate product, then per step a gemm-crate M=1
+/// product `W_hh · h` and scalar gate math.
+fn lstm_reference(
+    p: &LanePool,
+    input: usize,
+    hidden: usize,
+    dirs: &[LstmDir],
+    x: &[f32],
+    t: usize,
+    out: &mut [f32],
+) {
+    let (g, nd) = (4 * hidden, dirs.len());
+    let base = out.as_mut_ptr() as usize;
+    p.fork(nd, &|d| {
+        let dir = &dirs[d];
+        let mut guard = dir.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let RefScratch { gx, gs, h, c } = &mut *guard;
+        sgemm(
+            t,
+            g,
+            input,
+            MatRef::row_major(x, input),
+            MatRef::transposed(&dir.w_ih, input),
+            gx,
+            g,
+            false,
+        )
+        .expect("lstm projection");
+        h.fill(0.0);
+        c.fill(0.0);
+        for step in 0..t {
+            let ti = if d == 1 { t - 1 - step } else { step };
+            for ((s, a), b) in gs.iter_mut().zip(&gx[ti * g..(ti + 1) * g]).zip(&dir.bias) {
+                *s = a + b;
+            }
+            sgemm(
+                1,
+                g,
+                hidden,
+                MatRef::row_major(h, hidden),
+                MatRef::transposed(&dir.w_hh, hidden),
+                gs,
+                g,
+                true,
+            )
+            .expect("lstm recurrence");
+            // SAFETY: direction d alone writes columns d·H..(d+1)·H of row ti.
+            let o = unsafe {
+                std::slice::from_raw_parts_mut(
+                    (base as *mut f32).add((ti * nd + d) * hidden),
+                    hidden,
+                )
+            };
+            for j in 0..hidden {
+                let (i, f) = (sigmoid(gs[j]), sigmoid(gs[hidden + j]));
+                let (gg, og) = (gs[2 * hidden + j].tanh(), sigmoid(gs[3 * hidden + j]));
+                c[j] = f * c[j] + i * gg;
+                h[j] = og * c[j].tanh();
+                o[j] = h[j];
+            }
+        }
+    })
+    .expect("reference lanes");
+}
+
+/// Kokoro's bidirectional LSTMs (prosody 640→256, text encoder 512→256) vs the
+/// gemm-crate route with the directions as two lanes.
+fn lstm_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
+    let w = window(opts.quick);
+    let err = |e: voxlane_actors::kernels::KernelError| e.to_string();
+    for &threads in &opts.threads {
+        let p = pool(threads)?;
+        for (input, hidden, t) in [(640usize, 256usize, 200usize), (512, 256, 100)] {
+            let g = 4 * hidden;
+            let dirs: Vec<LstmDir> = (0..2u64)
+                .map(|d| LstmDir {
+                    w_ih: data(g * input, 31 + d).iter().map(|v| v * 0.05).collect(),
+                    w_hh: data(g * hidden, 33 + d).iter().map(|v| v * 0.05).collect(),
+                    bias: data(g, 35 + d),
+                    scratch: Mutex::new(RefScratch {
+                        gx: vec![0.0; t * g],
+                        gs: vec![0.0; g],
+                        h: vec![0.0; hidden],
+                        c: vec![0.0; hidden],
+                    }),
+                })
+                .collect();
+            let weights: Vec<LstmWeights<'_>> = dirs
+                .iter()
+                .map(|d| LstmWeights {
+                    w_ih: &d.w_ih,
+                    w_hh: &d.w_hh,
+                    b_ih: Some(&d.bias),
+                    b_hh: None,
+                })
+                .collect();
+            let lstm = Lstm::new(input, hidden, &weights).map_err(err)?;
+            let mut ws = lstm.workspace(t).map_err(err)?;
+            let x = data(t * input, 37);
+            let mut out = vec![0.0; t * 2 * hidden];
+            let ours = median_secs(
+                || lstm.forward(&p, &x, t, &mut out, &mut ws).expect("lstm"),
+                w,
+                3,
+            );
+            let reference = median_secs(
+                || lstm_reference(&p, input, hidden, &dirs, &x, t, &mut out),
+                w,
+                3,
+            );
+            let flops = 2.0 * 2.0 * (t * g * (input + hidden)) as f64;
+            rows.push(Row {
+                kernel: "kernel_lstm",
+                dtype: "f32",
+                shape: format!("bidir I={input} H={hidden} T={t}"),
+                threads,
+                ours: flops / ours / 1e9,
+                unit: "GFLOP/s",
+                reference: "gemm-crate route GFLOP/s".into(),
+                reference_value: flops / reference / 1e9,
+                target: 0.8,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Every kernel row.
 pub fn run(opts: &BenchOptions) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     matvec_rows(opts, &mut rows)?;
     gemm_rows(opts, &mut rows)?;
     attention_rows(opts, &mut rows)?;
+    conv_rows(opts, &mut rows)?;
+    conv_transpose_rows(opts, &mut rows)?;
+    lstm_rows(opts, &mut rows)?;
     Ok(rows)
 }

@@ -1,0 +1,1453 @@
+//! Int8 1-D convolution as onnxruntime runs Kokoro's int8 export:
+//! `DynamicQuantizeLinear` (activations → u8 per tensor) + `ConvInteger`
+//! (u8 activations × int8/uint8 weights, per-output-channel zero point → i32)
+//! + dequantization `acc · (a_scale · w_scale[co]) + bias[co]`.
+//!
+//! `ConvInteger` computes, in wrapping i32 arithmetic,
+//! `y[co, t] = Σ_{ci ∈ group(co), k} (x̃[ci, t·s + k·d] − x_zp) · (w[co, ci, k] − w_zp[co])`
+//! where `x̃` is the input padded with `x_zp` (ONNX pads the quantized tensor
+//! with its zero point, so padding stands for 0.0 and adds nothing).
+//! Reflect/replicate padding (a separate `Pad` in ONNX) copies quantized
+//! samples, which equals quantizing the padded float tensor.
+//!
+//! Routes (all exact modulo 2³², so every route equals [`conv_integer_reference`]):
+//! - dense (`C_in/groups > 1`): the padded u8 input is packed once per call as
+//!   `[group][ci/4][stride phase][u][4]` (four consecutive input channels per
+//!   i32 lane; a stride is split into phases so every tap is a contiguous
+//!   load), weights once at bind time as `[group][co block][ci/4][k][MR][4]`.
+//!   Register tiles of [`MR`] output channels × up to 64 frames accumulate
+//!   `Σ x·w` with `vpdpbusd` (AVX-512 VNNI), or by widening to i16 and
+//!   `vpmaddwd` (AVX2; exact, unlike the saturating `vpmaddubsw`), or scalar.
+//!   The zero points are then applied with precomputed sums:
+//!   `Σ(x−zx)(w−zw) = Σxw − zx·Σw − zw·Σx + N·zx·zw`, `Σx` being the sum of
+//!   the input window (per frame, from per-frame column sums).
+//! - depthwise (`C_in/groups == 1`): direct `Σ (x − zx)·(w − zw)` per row.
+//!
+//! uint8 weights are stored shifted to int8 (`w − 128`, zero point likewise),
+//! which leaves every `w − zw` unchanged. Output time is split into fixed
+//! chunks of [`TIME_CHUNK`] frames (depthwise: fixed channel blocks), so
+//! results never depend on the thread budget. A [`Conv1dInt8Workspace`]
+//! reserved for the largest input makes every call allocation-free.
+
+use voxlane_runtime::Fork;
+
+use super::conv1d::{out_len_padded, pad_into, Conv1dParams};
+use super::cpu::{self, simd_level, SimdLevel};
+use super::error::{check_len, KernelError};
+use super::matmul::{quantize_activations, ActivationQuant, IntWeights};
+
+/// Output channels per register tile of the dense route.
+pub const MR: usize = 6;
+/// Output frames per parallel chunk (fixed: determinism).
+pub const TIME_CHUNK: usize = 128;
+/// Most output frames of one register tile.
+const TILE: usize = 64;
+/// Output channels per parallel block of the depthwise route.
+const DW_ROWS: usize = 16;
+/// Input elements per parallel chunk of the activation quantization.
+const QUANT_CHUNK: usize = 1 << 14;
+
+/// The one dequantization formula (as onnxruntime's `Cast · (a_scale · w_scale) + bias`).
+#[inline]
+pub fn dequantize(acc: i32, a_scale: f32, w_scale: f32, bias: Option<f32>) -> f32 {
+    let v = acc as f32 * (a_scale * w_scale);
+    match bias {
+        Some(b) => v + b,
+        None => v,
+    }
+}
+
+fn per_channel<T: Copy>(what: &'static str, v: &[T], n: usize) -> Result<Vec<T>, KernelError> {
+    match v.len() {
+        1 => Ok(vec![v[0]; n]),
+        l if l == n => Ok(v.to_vec()),
+        l => Err(KernelError::Param {
+            what,
+            detail: format!("need 1 or c_out={n} values, got {l}"),
+        }),
+    }
+}
+
+/// Weight elements as i32, their length, and the valid zero-point range.
+fn weight_values(w: IntWeights<'_>) -> (usize, std::ops::RangeInclusive<i32>) {
+    match w {
+        IntWeights::I8(d) => (d.len(), -128..=127),
+        IntWeights::U8(d) => (d.len(), 0..=255),
+    }
+}
+
+fn weight_at(w: IntWeights<'_>, i: usize) -> i32 {
+    match w {
+        IntWeights::I8(d) => d[i] as i32,
+        IntWeights::U8(d) => d[i] as i32,
+    }
+}
+
+fn check_weights(
+    p: &Conv1dParams,
+    w: IntWeights<'_>,
+    w_zero_points: &[i32],
+) -> Result<Vec<i32>, KernelError> {
+    p.validate()?;
+    let (len, range) = weight_values(w);
+    check_len("conv1d int8 weight", p.weight_len(), len)?;
+    let zps = per_channel("conv1d int8 zero points", w_zero_points, p.c_out)?;
+    if let Some(z) = zps.iter().find(|z| !range.contains(*z)) {
+        return Err(KernelError::Param {
+            what: "conv1d int8 zero points",
+            detail: format!("{z} is outside {range:?}"),
+        });
+    }
+    Ok(zps)
+}
+
+/// Readable `ConvInteger` reference: `[c_out, t_out]` i32 from u8 `xq: [c_in, t_in]`.
+pub fn conv_integer_reference(
+    p: &Conv1dParams,
+    w: IntWeights<'_>,
+    w_zero_points: &[i32],
+    xq: &[u8],
+    x_zero_point: u8,
+    t_in: usize,
+) -> Result<Vec<i32>, KernelError> {
+    let zps = check_weights(p, w, w_zero_points)?;
+    check_len("conv1d int8 input", p.c_in * t_in, xq.len())?;
+    let tp = p.padded_len(t_in);
+    let mut xp = vec![0u8; p.c_in * tp];
+    pad_into(
+        xq,
+        t_in,
+        p.pad_left,
+        p.pad_right,
+        p.pad_mode,
+        x_zero_point,
+        &mut xp,
+    )?;
+    let t_out = p.out_len(t_in)?;
+    let (cig, cog, zx) = (p.c_in / p.groups, p.c_out / p.groups, x_zero_point as i32);
+    let mut y = vec![0i32; p.c_out * t_out];
+    for co in 0..p.c_out {
+        let g = co / cog;
+        for t in 0..t_out {
+            let mut acc = 0i32;
+            for ci in 0..cig {
+                for k in 0..p.kernel {
+                    let xv = xp[(g * cig + ci) * tp + t * p.stride + k * p.dilation] as i32;
+                    let wv = weight_at(w, (co * cig + ci) * p.kernel + k);
+                    acc = acc.wrapping_add((xv - zx).wrapping_mul(wv - zps[co]));
+                }
+            }
+            y[co * t_out + t] = acc;
+        }
+    }
+    Ok(y)
+}
+
+/// Readable reference of [`Conv1dInt8::forward`]: quantize (`DynamicQuantizeLinear`),
+/// [`conv_integer_reference`], [`dequantize`] (+ bias). Returns `[c_out, t_out]`.
+#[allow(clippy::too_many_arguments)]
+pub fn conv1d_int8_reference(
+    p: &Conv1dParams,
+    w: IntWeights<'_>,
+    w_scales: &[f32],
+    w_zero_points: &[i32],
+    bias: Option<&[f32]>,
+    x: &[f32],
+    t_in: usize,
+) -> Result<Vec<f32>, KernelError> {
+    let scales = per_channel("conv1d int8 scales", w_scales, p.c_out)?;
+    let mut xq = vec![0u8; x.len()];
+    let aq = quantize_activations(x, &mut xq)?;
+    let acc = conv_integer_reference(p, w, w_zero_points, &xq, aq.zero_point, t_in)?;
+    let t_out = p.out_len(t_in)?;
+    Ok(acc
+        .iter()
+        .enumerate()
+        .map(|(i, &a)| {
+            let co = i / t_out.max(1);
+            dequantize(a, aq.scale, scales[co], bias.map(|b| b[co]))
+        })
+        .collect())
+}
+
+/// Which integer kernel a level maps to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IntRoute {
+    Scalar,
+    Avx2,
+    Vnni,
+}
+
+fn int_route(level: SimdLevel) -> IntRoute {
+    match level.min(simd_level()) {
+        SimdLevel::Avx512 if cpu::features().avx512_vnni => IntRoute::Vnni,
+        // Without VNNI, AVX-512 machines use the exact AVX2 widening route.
+        SimdLevel::Avx512 | SimdLevel::Avx2 => IntRoute::Avx2,
+        SimdLevel::Scalar => IntRoute::Scalar,
+    }
+}
+
+/// How the bound weights are laid out.
+#[derive(Debug, Clone)]
+enum Layout {
+    /// `[group][co block][ci/4][k][MR][4]` shifted i8 (zero-padded), with
+    /// `Σ_{ci,k} w` per output channel.
+    Dense { packed: Vec<i8>, wsum: Vec<i32> },
+    /// `[c_out][k]` centered weights `w − zw`.
+    Depthwise { centered: Vec<i32> },
+}
+
+/// A bound int8 1-D convolution.
+#[derive(Debug, Clone)]
+pub struct Conv1dInt8 {
+    params: Conv1dParams,
+    layout: Layout,
+    /// Zero point per output channel, in the shifted (int8) domain.
+    zero: Vec<i32>,
+    /// Any non-zero `zero` (else the window sums are not needed).
+    any_zero: bool,
+    scale: Vec<f32>,
+    bias: Option<Vec<f32>>,
+    /// `ci/4` blocks per group.
+    cbs: usize,
+    /// Per tap `k`: `k·d = q·s + r` as `(q, r)`.
+    taps: Vec<(usize, usize)>,
+    level: SimdLevel,
+}
+
+/// Reusable scratch for [`Conv1dInt8`]; sized once, shared by any number of convs.
+#[derive(Debug, Default, Clone)]
+pub struct Conv1dInt8Workspace {
+    /// Quantized input `[c_in, t_in]` ([`Conv1dInt8::forward`] only).
+    xq: Vec<u8>,
+    /// Per quantization chunk: `[min, max]`.
+    minmax: Vec<[f32; 2]>,
+    pack: PackScratch,
+}
+
+/// The packed-input buffers, separate from `xq` so both can be borrowed at once.
+#[derive(Debug, Default, Clone)]
+struct PackScratch {
+    /// Padded input `[c_in, t_pad]`.
+    xpad: Vec<u8>,
+    /// Dense route: `[group][ci/4][stride][row][4]`.
+    xpack: Vec<u8>,
+    /// Dense route with weight zero points: `[group][t_pad]` channel sums.
+    colsum: Vec<i32>,
+    /// Byte offset of each tap inside a packed channel block.
+    tap_off: Vec<usize>,
+}
+
+fn grow<T: Copy + Default>(v: &mut Vec<T>, n: usize) {
+    if v.len() < n {
+        v.resize(n, T::default());
+    }
+}
+
+impl Conv1dInt8Workspace {
+    /// An empty workspace; grow it with [`Conv1dInt8Workspace::reserve`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Grow so `conv` runs on inputs of up to `max_t_in` frames without allocating.
+    pub fn reserve(&mut self, conv: &Conv1dInt8, max_t_in: usize) -> Result<(), KernelError> {
+        let p = &conv.params;
+        let n = p.c_in * max_t_in;
+        grow(&mut self.xq, n);
+        grow(&mut self.minmax, n.div_ceil(QUANT_CHUNK));
+        let tp = p.padded_len(max_t_in);
+        // Padded lengths below the span are errors at call time; nothing to size.
+        if tp >= p.span() {
+            conv.reserve_pack(&mut self.pack, tp)?;
+        }
+        Ok(())
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.xq.len()
+            + self.minmax.len() * 8
+            + self.pack.xpad.len()
+            + self.pack.xpack.len()
+            + self.pack.colsum.len() * 4
+            + self.pack.tap_off.len() * 8
+    }
+}
+
+/// A raw output pointer shared by lanes that write disjoint regions.
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+// SAFETY: lanes write disjoint index sets only (documented at each use).
+unsafe impl<T> Send for Shared<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// The pointer (a method, so closures capture the whole `Sync` wrapper).
+    fn ptr(&self) -> *mut T {
+        self.0
+    }
+}
+
+/// Where finished outputs go.
+#[derive(Clone, Copy)]
+enum Sink {
+    /// `ConvInteger`'s i32 `[c_out, t_out]`.
+    Int(Shared<i32>),
+    /// Dequantized f32 `[c_out, t_out]` with the activation scale.
+    Float(Shared<f32>, f32),
+}
+
+impl Conv1dInt8 {
+    /// Bind weights `[c_out, c_in/groups, kernel]` (int8 or uint8) with per-output-channel
+    /// (or single) scales and zero points, and an optional f32 bias `[c_out]`.
+    pub fn new(
+        params: Conv1dParams,
+        weights: IntWeights<'_>,
+        w_scales: &[f32],
+        w_zero_points: &[i32],
+        bias: Option<&[f32]>,
+    ) -> Result<Self, KernelError> {
+        let zps = check_weights(&params, weights, w_zero_points)?;
+        let scale = per_channel("conv1d int8 scales", w_scales, params.c_out)?;
+        if let Some(b) = bias {
+            check_len("conv1d int8 bias", params.c_out, b.len())?;
+        }
+        let p = &params;
+        let (cig, cog, k) = (p.c_in / p.groups, p.c_out / p.groups, p.kernel);
+        let shift = match weights {
+            IntWeights::I8(_) => 0,
+            IntWeights::U8(_) => 128,
+        };
+        // Shifted weight value: uint8 − 128 fits i8 and keeps w − zw.
+        let at = |co: usize, ci: usize, tap: usize| {
+            weight_at(weights, (co * cig + ci) * k + tap) - shift
+        };
+        let zero: Vec<i32> = zps.iter().map(|z| z - shift).collect();
+        let cbs = cig.div_ceil(4);
+        let layout = if cig == 1 {
+            let mut centered = vec![0i32; p.c_out * k];
+            for co in 0..p.c_out {
+                for tap in 0..k {
+                    centered[co * k + tap] = at(co, 0, tap) - zero[co];
+                }
+            }
+            Layout::Depthwise { centered }
+        } else {
+            let blocks = cog.div_ceil(MR);
+            let mut packed = vec![0i8; p.groups * blocks * cbs * k * MR * 4];
+            let mut wsum = vec![0i32; p.c_out];
+            for g in 0..p.groups {
+                for o in 0..cog {
+                    let co = g * cog + o;
+                    let (b, r) = (o / MR, o % MR);
+                    for ci in 0..cig {
+                        for tap in 0..k {
+                            let v = at(co, ci, tap);
+                            let idx = ((((g * blocks + b) * cbs + ci / 4) * k + tap) * MR + r) * 4
+                                + ci % 4;
+                            // In range by construction: i8 as is, u8 − 128.
+                            packed[idx] = v as i8;
+                            wsum[co] = wsum[co].wrapping_add(v);
+                        }
+                    }
+                }
+            }
+            Layout::Dense { packed, wsum }
+        };
+        let taps = (0..k)
+            .map(|tap| (tap * p.dilation / p.stride, tap * p.dilation % p.stride))
+            .collect();
+        Ok(Self {
+            params,
+            layout,
+            any_zero: zero.iter().any(|&z| z != 0),
+            zero,
+            scale,
+            bias: bias.map(<[f32]>::to_vec),
+            cbs,
+            taps,
+            level: simd_level(),
+        })
+    }
+
+    /// The convolution's parameters.
+    pub fn params(&self) -> &Conv1dParams {
+        &self.params
+    }
+
+    /// Choose the SIMD route (capped at what the CPU supports; default: the best).
+    pub fn set_level(&mut self, level: SimdLevel) {
+        self.level = level;
+    }
+
+    /// A workspace sized for inputs of up to `max_t_in` frames.
+    pub fn workspace(&self, max_t_in: usize) -> Result<Conv1dInt8Workspace, KernelError> {
+        let mut ws = Conv1dInt8Workspace::new();
+        ws.reserve(self, max_t_in)?;
+        Ok(ws)
+    }
+
+    /// Packed row length (in 4-byte frames) per stride phase for `tp` padded frames.
+    fn pack_row(&self, tp: usize, t_out: usize) -> usize {
+        let p = &self.params;
+        let q_max = (p.span() - 1) / p.stride;
+        // Tiles compute whole 16-frame vectors: rows reach past the last output.
+        tp.div_ceil(p.stride).max(t_out.div_ceil(16) * 16 + q_max)
+    }
+
+    fn reserve_pack(&self, ps: &mut PackScratch, tp: usize) -> Result<(), KernelError> {
+        let p = &self.params;
+        let t_out = out_len_padded(tp, p.span(), p.stride)?;
+        grow(&mut ps.xpad, p.c_in * tp);
+        if let Layout::Dense { .. } = self.layout {
+            let row = self.pack_row(tp, t_out);
+            grow(&mut ps.xpack, p.groups * self.cbs * p.stride * row * 4);
+            if self.any_zero {
+                grow(&mut ps.colsum, p.groups * tp);
+            }
+            grow(&mut ps.tap_off, p.kernel);
+        }
+        Ok(())
+    }
+
+    /// `out: [c_out, out_len(t_in)]` f32 from `x: [c_in, t_in]` f32: quantize per
+    /// tensor (`DynamicQuantizeLinear`), integer conv, dequantize, add bias.
+    pub fn forward(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t_in: usize,
+        out: &mut [f32],
+        ws: &mut Conv1dInt8Workspace,
+    ) -> Result<(), KernelError> {
+        let p = &self.params;
+        let n = p.c_in * t_in;
+        check_len("conv1d int8 input", n, x.len())?;
+        check_len("conv1d int8 output", p.c_out * p.out_len(t_in)?, out.len())?;
+        grow(&mut ws.xq, n);
+        grow(&mut ws.minmax, n.div_ceil(QUANT_CHUNK));
+        let aq = quantize_into(
+            pool,
+            int_route(self.level),
+            x,
+            &mut ws.xq[..n],
+            &mut ws.minmax,
+        )?;
+        let sink = Sink::Float(Shared(out.as_mut_ptr()), aq.scale);
+        self.run(pool, &ws.xq[..n], aq.zero_point, t_in, sink, &mut ws.pack)
+    }
+
+    /// As [`Conv1dInt8::forward`] from an already quantized `xq: [c_in, t_in]`
+    /// (e.g. the previous stage's output) with its parameters `aq`.
+    pub fn forward_quantized(
+        &self,
+        pool: &impl Fork,
+        xq: &[u8],
+        aq: ActivationQuant,
+        t_in: usize,
+        out: &mut [f32],
+        ws: &mut Conv1dInt8Workspace,
+    ) -> Result<(), KernelError> {
+        let p = &self.params;
+        check_len("conv1d int8 output", p.c_out * p.out_len(t_in)?, out.len())?;
+        let sink = Sink::Float(Shared(out.as_mut_ptr()), aq.scale);
+        self.run(pool, xq, aq.zero_point, t_in, sink, &mut ws.pack)
+    }
+
+    /// ONNX `ConvInteger`: `out: [c_out, out_len(t_in)]` i32 from `xq: [c_in, t_in]` u8.
+    pub fn conv_integer(
+        &self,
+        pool: &impl Fork,
+        xq: &[u8],
+        x_zero_point: u8,
+        t_in: usize,
+        out: &mut [i32],
+        ws: &mut Conv1dInt8Workspace,
+    ) -> Result<(), KernelError> {
+        let p = &self.params;
+        check_len("conv1d int8 output", p.c_out * p.out_len(t_in)?, out.len())?;
+        let sink = Sink::Int(Shared(out.as_mut_ptr()));
+        self.run(pool, xq, x_zero_point, t_in, sink, &mut ws.pack)
+    }
+
+    /// Pad, pack and convolve; `sink` was checked to hold `c_out · t_out` values.
+    fn run(
+        &self,
+        pool: &impl Fork,
+        xq: &[u8],
+        zx: u8,
+        t_in: usize,
+        sink: Sink,
+        ps: &mut PackScratch,
+    ) -> Result<(), KernelError> {
+        let p = &self.params;
+        check_len("conv1d int8 input", p.c_in * t_in, xq.len())?;
+        let tp = p.padded_len(t_in);
+        let t_out = p.out_len(t_in)?;
+        self.reserve_pack(ps, tp)?;
+        let xpad = &mut ps.xpad[..p.c_in * tp];
+        pad_into(xq, t_in, p.pad_left, p.pad_right, p.pad_mode, zx, xpad)?;
+        if t_out == 0 {
+            return Ok(());
+        }
+        match &self.layout {
+            Layout::Depthwise { centered } => {
+                self.run_depthwise(pool, centered, &ps.xpad[..p.c_in * tp], tp, t_out, zx, sink)
+            }
+            Layout::Dense { packed, wsum } => {
+                self.run_dense(pool, packed, wsum, ps, tp, t_out, zx, sink)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_depthwise(
+        &self,
+        pool: &impl Fork,
+        centered: &[i32],
+        xpad: &[u8],
+        tp: usize,
+        t_out: usize,
+        zx: u8,
+        sink: Sink,
+    ) -> Result<(), KernelError> {
+        let p = &self.params;
+        let (mult, k) = (p.c_out / p.c_in, p.kernel);
+        let zx = zx as i32;
+        pool.for_each_chunk(p.c_out, DW_ROWS, |range| {
+            let mut acc = [0i32; TILE];
+            for co in range {
+                let src = &xpad[(co / mult) * tp..(co / mult + 1) * tp];
+                let w = &centered[co * k..(co + 1) * k];
+                for t0 in (0..t_out).step_by(TILE) {
+                    let n = TILE.min(t_out - t0);
+                    let acc = &mut acc[..n];
+                    acc.fill(0);
+                    for (tap, &wk) in w.iter().enumerate() {
+                        let x0 = t0 * p.stride + tap * p.dilation;
+                        for (i, a) in acc.iter_mut().enumerate() {
+                            let xv = src[x0 + i * p.stride] as i32 - zx;
+                            *a = a.wrapping_add(xv.wrapping_mul(wk));
+                        }
+                    }
+                    // Centered weights: the zero points are already applied.
+                    self.finish_row(co, acc, 0, None, sink, t_out, t0);
+                }
+            }
+        })?;
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_dense(
+        &self,
+        pool: &impl Fork,
+        packed: &[i8],
+        wsum: &[i32],
+        ps: &mut PackScratch,
+        tp: usize,
+        t_out: usize,
+        zx: u8,
+        sink: Sink,
+    ) -> Result<(), KernelError> {
+        let p = &self.params;
+        let (s, k, cbs) = (p.stride, p.kernel, self.cbs);
+        let cig = p.c_in / p.groups;
+        let row = self.pack_row(tp, t_out);
+        let cb_stride = s * row * 4;
+        for (off, &(q, r)) in ps.tap_off.iter_mut().zip(&self.taps) {
+            *off = (r * row + q) * 4;
+        }
+        // Pack: [group][ci/4][phase r][u][4] = xpad[4·cb + j][u·s + r]; the
+        // fake channels past c_in/groups and frames past the input are 0.
+        let xpad = &ps.xpad[..p.c_in * tp];
+        let xpack = &mut ps.xpack[..p.groups * cbs * cb_stride];
+        pool.for_each_chunk_mut(xpack, cb_stride, |i, blk| {
+            let (g, cb) = (i / cbs, i % cbs);
+            let src = |j: usize| &xpad[(g * cig + 4 * cb + j) * tp..][..tp];
+            if s == 1 && cig - 4 * cb >= 4 {
+                // The common case: interleave four channel rows.
+                let (head, tail) = blk.split_at_mut(4 * tp);
+                let rows = src(0).iter().zip(src(1)).zip(src(2)).zip(src(3));
+                for (d, (((a, b), c), e)) in head.chunks_exact_mut(4).zip(rows) {
+                    d.copy_from_slice(&[*a, *b, *c, *e]);
+                }
+                tail.fill(0);
+                return;
+            }
+            blk.fill(0);
+            for j in 0..4.min(cig - 4 * cb) {
+                for r in 0..s {
+                    let dst = &mut blk[r * row * 4..(r + 1) * row * 4];
+                    for (d, x) in dst
+                        .chunks_exact_mut(4)
+                        .zip(src(j).iter().skip(r).step_by(s))
+                    {
+                        d[j] = *x;
+                    }
+                }
+            }
+        })?;
+        // Per-frame channel sums of each group, for the weight zero points.
+        if self.any_zero {
+            let colsum = Shared(ps.colsum.as_mut_ptr());
+            pool.for_each_chunk(tp, 1024, |range| {
+                for g in 0..p.groups {
+                    // SAFETY: this chunk alone writes frames `range` of each group row.
+                    let dst = unsafe {
+                        std::slice::from_raw_parts_mut(
+                            colsum.ptr().add(g * tp + range.start),
+                            range.len(),
+                        )
+                    };
+                    dst.fill(0);
+                    for ci in 0..cig {
+                        let src = &xpad[(g * cig + ci) * tp..][range.clone()];
+                        for (d, x) in dst.iter_mut().zip(src) {
+                            *d += *x as i32;
+                        }
+                    }
+                }
+            })?;
+        }
+        let ctx = Dense {
+            conv: self,
+            packed,
+            wsum,
+            xpack: &ps.xpack[..p.groups * cbs * cb_stride],
+            colsum: if self.any_zero { &ps.colsum[..] } else { &[] },
+            tap_off: &ps.tap_off[..k],
+            cb_stride,
+            tp,
+            t_out,
+            zx: zx as i32,
+            sink,
+            route: int_route(self.level),
+        };
+        pool.for_each_chunk(t_out, TIME_CHUNK, |range| ctx.chunk(range.start, range.end))?;
+        Ok(())
+    }
+
+    /// Apply the zero-point correction and write `acc` (`acc.len()` frames from
+    /// `t` of output channel `co`) to the sink.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn finish_row(
+        &self,
+        co: usize,
+        acc: &mut [i32],
+        base: i32,
+        window: Option<(i32, &[i32])>,
+        sink: Sink,
+        t_out: usize,
+        t: usize,
+    ) {
+        let n = acc.len();
+        // Plain zip loops over whole slices: they vectorize.
+        for a in acc.iter_mut() {
+            *a = a.wrapping_add(base);
+        }
+        if let Some((zw, s)) = window {
+            for (a, s) in acc.iter_mut().zip(s) {
+                *a = a.wrapping_sub(zw.wrapping_mul(*s));
+            }
+        }
+        match sink {
+            Sink::Int(out) => {
+                // SAFETY: frames t..t+n of row co belong to the calling chunk alone
+                // and lie inside the checked [c_out, t_out] output.
+                let row =
+                    unsafe { std::slice::from_raw_parts_mut(out.ptr().add(co * t_out + t), n) };
+                row.copy_from_slice(acc);
+            }
+            Sink::Float(out, a_scale) => {
+                // SAFETY: as above.
+                let row =
+                    unsafe { std::slice::from_raw_parts_mut(out.ptr().add(co * t_out + t), n) };
+                // Same expression as `dequantize`, hoisted per row.
+                let m = a_scale * self.scale[co];
+                match &self.bias {
+                    Some(b) => {
+                        let b = b[co];
+                        for (o, a) in row.iter_mut().zip(acc.iter()) {
+                            *o = *a as f32 * m + b;
+                        }
+                    }
+                    None => {
+                        for (o, a) in row.iter_mut().zip(acc.iter()) {
+                            *o = *a as f32 * m;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Everything a dense chunk reads.
+struct Dense<'a> {
+    conv: &'a Conv1dInt8,
+    packed: &'a [i8],
+    wsum: &'a [i32],
+    xpack: &'a [u8],
+    colsum: &'a [i32],
+    tap_off: &'a [usize],
+    cb_stride: usize,
+    tp: usize,
+    t_out: usize,
+    zx: i32,
+    sink: Sink,
+    route: IntRoute,
+}
+
+impl Dense<'_> {
+    /// Output frames `t0..t1` of every channel.
+    fn chunk(&self, t0: usize, t1: usize) {
+        let p = &self.conv.params;
+        let (cig, cog, k, cbs) = (
+            p.c_in / p.groups,
+            p.c_out / p.groups,
+            p.kernel,
+            self.conv.cbs,
+        );
+        let blocks = cog.div_ceil(MR);
+        let wblock = cbs * k * MR * 4;
+        let n_taps = (cig * k) as i32;
+        let mut acc = [[0i32; TILE]; MR];
+        let mut window = [0i32; TIME_CHUNK];
+        let window = &mut window[..t1 - t0];
+        let x_need = (cbs - 1) * self.cb_stride + self.tap_off.iter().max().copied().unwrap_or(0);
+        for g in 0..p.groups {
+            if self.conv.any_zero {
+                // Σx over the window of frame t: Σ_k colsum[t·s + k·d].
+                let cs = &self.colsum[g * self.tp..(g + 1) * self.tp];
+                for (i, w) in window.iter_mut().enumerate() {
+                    let base = (t0 + i) * p.stride;
+                    *w = (0..k).fold(0i32, |a, tap| a.wrapping_add(cs[base + tap * p.dilation]));
+                }
+            }
+            let x = &self.xpack[g * cbs * self.cb_stride..(g + 1) * cbs * self.cb_stride];
+            for b in 0..blocks {
+                let rows = MR.min(cog - b * MR);
+                let co0 = g * cog + b * MR;
+                let w = &self.packed[(g * blocks + b) * wblock..(g * blocks + b + 1) * wblock];
+                let mut t = t0;
+                while t < t1 {
+                    let n = TILE.min(t1 - t);
+                    // Whole 16-frame vectors: stays inside the packed rows (see pack_row).
+                    assert!(x.len() >= x_need + 4 * (t + n.div_ceil(16) * 16));
+                    tile(
+                        self.route,
+                        x,
+                        w,
+                        cbs,
+                        self.cb_stride,
+                        self.tap_off,
+                        t,
+                        n,
+                        &mut acc,
+                    );
+                    for (r, a) in acc.iter_mut().enumerate().take(rows) {
+                        let co = co0 + r;
+                        let zw = self.conv.zero[co];
+                        // N·zx·zw − zx·Σw, then − zw·Σx per frame.
+                        let base = n_taps
+                            .wrapping_mul(self.zx)
+                            .wrapping_mul(zw)
+                            .wrapping_sub(self.zx.wrapping_mul(self.wsum[co]));
+                        let win = self
+                            .conv
+                            .any_zero
+                            .then(|| (zw, &window[t - t0..t - t0 + n]));
+                        finish(
+                            self.route,
+                            self.conv,
+                            co,
+                            &mut a[..n],
+                            base,
+                            win,
+                            self.sink,
+                            self.t_out,
+                            t,
+                        );
+                    }
+                    t += n;
+                }
+            }
+        }
+    }
+}
+
+/// `finish_row` compiled for the route's vector width (it autovectorizes).
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    route: IntRoute,
+    conv: &Conv1dInt8,
+    co: usize,
+    acc: &mut [i32],
+    base: i32,
+    window: Option<(i32, &[i32])>,
+    sink: Sink,
+    t_out: usize,
+    t: usize,
+) {
+    match route {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the route was derived from detected features.
+        IntRoute::Vnni => unsafe {
+            x86::finish_avx512(conv, co, acc, base, window, sink, t_out, t)
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        IntRoute::Avx2 => unsafe { x86::finish_avx2(conv, co, acc, base, window, sink, t_out, t) },
+        _ => conv.finish_row(co, acc, base, window, sink, t_out, t),
+    }
+}
+
+/// `acc[r][i] = Σ_{cb,k,j} x[cb][tap k][t + i][j] · w[cb][k][r][j]` for `i < n`
+/// (rounded up to whole vectors), `x` being one group's packed input.
+#[allow(clippy::too_many_arguments)]
+fn tile(
+    route: IntRoute,
+    x: &[u8],
+    w: &[i8],
+    cbs: usize,
+    cb_stride: usize,
+    tap_off: &[usize],
+    t: usize,
+    n: usize,
+    acc: &mut [[i32; TILE]; MR],
+) {
+    assert!(w.len() >= cbs * tap_off.len() * MR * 4);
+    match route {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: VNNI was detected; reads stay inside `x` (asserted by the
+        // caller for whole 16-frame vectors) and `w` (asserted above).
+        IntRoute::Vnni => unsafe {
+            let xp = x.as_ptr().add(4 * t);
+            match n.div_ceil(16) {
+                1 => x86::tile_vnni::<1>(xp, w.as_ptr(), cbs, cb_stride, tap_off, acc),
+                2 => x86::tile_vnni::<2>(xp, w.as_ptr(), cbs, cb_stride, tap_off, acc),
+                3 => x86::tile_vnni::<3>(xp, w.as_ptr(), cbs, cb_stride, tap_off, acc),
+                _ => x86::tile_vnni::<4>(xp, w.as_ptr(), cbs, cb_stride, tap_off, acc),
+            }
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX2 was detected; reads as above (8-frame vectors ≤ 16-frame ones).
+        IntRoute::Avx2 => unsafe {
+            x86::tile_avx2(
+                x.as_ptr().add(4 * t),
+                w.as_ptr(),
+                cbs,
+                cb_stride,
+                tap_off,
+                n,
+                acc,
+            )
+        },
+        _ => {
+            for a in acc.iter_mut() {
+                a[..n].fill(0);
+            }
+            let mut wi = 0;
+            for cb in 0..cbs {
+                for &off in tap_off {
+                    let xr = &x[cb * cb_stride + off + 4 * t..][..4 * n];
+                    for (r, a) in acc.iter_mut().enumerate() {
+                        let wr = &w[wi + 4 * r..wi + 4 * r + 4];
+                        for (o, xv) in a[..n].iter_mut().zip(xr.chunks_exact(4)) {
+                            let d = (0..4).fold(0i32, |s, j| s + xv[j] as i32 * wr[j] as i32);
+                            *o = o.wrapping_add(d);
+                        }
+                    }
+                    wi += 4 * MR;
+                }
+            }
+        }
+    }
+}
+
+/// `DynamicQuantizeLinear` of `x` into `dst` in fixed parallel chunks; equals
+/// [`quantize_activations`] bit for bit (min/max and the per-element formula are exact).
+fn quantize_into(
+    pool: &impl Fork,
+    route: IntRoute,
+    x: &[f32],
+    dst: &mut [u8],
+    minmax: &mut [[f32; 2]],
+) -> Result<ActivationQuant, KernelError> {
+    check_len("quantized activations", x.len(), dst.len())?;
+    let chunks = x.len().div_ceil(QUANT_CHUNK);
+    pool.for_each_chunk_mut(&mut minmax[..chunks], 1, |i, mm| {
+        let src = &x[i * QUANT_CHUNK..((i + 1) * QUANT_CHUNK).min(x.len())];
+        mm[0] = range_of(route, src);
+    })?;
+    // The range always includes 0 (as `DynamicQuantizeLinear` widens it).
+    let (lo, hi) = minmax[..chunks]
+        .iter()
+        .fold((0.0f32, 0.0f32), |(lo, hi), m| (lo.min(m[0]), hi.max(m[1])));
+    // Same expressions as `ActivationQuant::for_tensor`.
+    let scale = if hi == lo { 1.0 } else { (hi - lo) / 255.0 };
+    let zp = (0.0 - lo / scale).clamp(0.0, 255.0).round_ties_even();
+    let aq = ActivationQuant {
+        scale,
+        zero_point: zp as u8,
+    };
+    pool.for_each_chunk_mut(dst, QUANT_CHUNK, |i, d| {
+        let src = &x[i * QUANT_CHUNK..i * QUANT_CHUNK + d.len()];
+        quantize_slice(route, aq, src, d);
+    })?;
+    Ok(aq)
+}
+
+/// `[min(0, x…), max(0, x…)]`, NaNs ignored (as `f32::min`/`max`).
+fn range_of(route: IntRoute, x: &[f32]) -> [f32; 2] {
+    match route {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX-512 was detected (VNNI implies it here).
+        IntRoute::Vnni => unsafe { x86::range_avx512(x) },
+        _ => x
+            .iter()
+            .fold([0.0f32, 0.0f32], |[lo, hi], &v| [lo.min(v), hi.max(v)]),
+    }
+}
+
+fn quantize_slice(route: IntRoute, aq: ActivationQuant, x: &[f32], dst: &mut [u8]) {
+    match route {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX-512 was detected (VNNI implies it here).
+        IntRoute::Vnni => unsafe { x86::quantize_avx512(aq, x, dst) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX2 was detected.
+        IntRoute::Avx2 => unsafe { x86::quantize_avx2(aq, x, dst) },
+        _ => {
+            for (d, &v) in dst.iter_mut().zip(x) {
+                *d = aq.quantize(v);
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{ActivationQuant, Conv1dInt8, Sink, MR, TILE};
+    use std::arch::x86_64::*;
+
+    /// `MR × 16·NV` frames with `vpdpbusd` (u8 × i8 → i32, wrapping).
+    ///
+    /// # Safety
+    /// Needs AVX-512F/BW + VNNI. `x` points at frame `t` of a group's packed
+    /// input: every `x + cb·cb_stride + off + 64·NV` (cb < cbs, off in
+    /// `tap_off`) must be readable, and `w` must hold `cbs·taps·MR·4` weights.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn tile_vnni<const NV: usize>(
+        x: *const u8,
+        w: *const i8,
+        cbs: usize,
+        cb_stride: usize,
+        tap_off: &[usize],
+        acc: &mut [[i32; TILE]; MR],
+    ) {
+        // Constant-index loops only: keeps the MR × NV accumulators in registers.
+        let mut a = [[_mm512_setzero_si512(); NV]; MR];
+        let mut wp = w;
+        for cb in 0..cbs {
+            let xc = x.wrapping_add(cb * cb_stride);
+            for &off in tap_off {
+                let xr = xc.wrapping_add(off);
+                let mut xv = [_mm512_setzero_si512(); NV];
+                #[allow(clippy::needless_range_loop)]
+                for j in 0..NV {
+                    xv[j] = _mm512_loadu_si512(xr.wrapping_add(64 * j) as *const _);
+                }
+                #[allow(clippy::needless_range_loop)]
+                for r in 0..MR {
+                    let wv =
+                        _mm512_set1_epi32((wp.wrapping_add(4 * r) as *const i32).read_unaligned());
+                    for j in 0..NV {
+                        a[r][j] = _mm512_dpbusd_epi32(a[r][j], xv[j], wv);
+                    }
+                }
+                wp = wp.wrapping_add(4 * MR);
+            }
+        }
+        for (row, ar) in acc.iter_mut().zip(&a) {
+            for (j, v) in ar.iter().enumerate() {
+                _mm512_storeu_si512(row.as_mut_ptr().add(16 * j) as *mut _, *v);
+            }
+        }
+    }
+
+    /// `MR × n` frames (8 at a time) widening to i16 and using `vpmaddwd`:
+    /// exact, unlike the saturating `vpmaddubsw`.
+    ///
+    /// # Safety
+    /// Needs AVX2; reads as [`tile_vnni`] for `⌈n/8⌉` 8-frame vectors.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn tile_avx2(
+        x: *const u8,
+        w: *const i8,
+        cbs: usize,
+        cb_stride: usize,
+        tap_off: &[usize],
+        n: usize,
+        acc: &mut [[i32; TILE]; MR],
+    ) {
+        let mut t = 0;
+        while t < n {
+            // lo: frames t..t+4 (as pairs of channel pairs), hi: t+4..t+8.
+            let mut lo = [_mm256_setzero_si256(); MR];
+            let mut hi = [_mm256_setzero_si256(); MR];
+            let mut wp = w;
+            for cb in 0..cbs {
+                let xc = x.wrapping_add(cb * cb_stride + 4 * t);
+                for &off in tap_off {
+                    let xr = xc.wrapping_add(off);
+                    let xl = _mm256_cvtepu8_epi16(_mm_loadu_si128(xr as *const _));
+                    let xh = _mm256_cvtepu8_epi16(_mm_loadu_si128(xr.wrapping_add(16) as *const _));
+                    #[allow(clippy::needless_range_loop)]
+                    for r in 0..MR {
+                        let w4 = (wp.wrapping_add(4 * r) as *const i32).read_unaligned();
+                        let wv = _mm256_cvtepi8_epi16(_mm_set1_epi32(w4));
+                        lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(xl, wv));
+                        hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(xh, wv));
+                    }
+                    wp = wp.wrapping_add(4 * MR);
+                }
+            }
+            for r in 0..MR {
+                // Per 128-bit lane [t0 t1 t4 t5 | t2 t3 t6 t7] → frame order.
+                let s = _mm256_hadd_epi32(lo[r], hi[r]);
+                let s = _mm256_permute4x64_epi64::<0b11_01_10_00>(s);
+                _mm256_storeu_si256(acc[r].as_mut_ptr().add(t) as *mut _, s);
+            }
+            t += 8;
+        }
+    }
+
+    /// `Conv1dInt8::finish_row` compiled for AVX-512.
+    ///
+    /// # Safety
+    /// Needs AVX-512F/BW/VL/DQ; as `finish_row`.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]
+    pub(super) unsafe fn finish_avx512(
+        conv: &Conv1dInt8,
+        co: usize,
+        acc: &mut [i32],
+        base: i32,
+        window: Option<(i32, &[i32])>,
+        sink: Sink,
+        t_out: usize,
+        t: usize,
+    ) {
+        conv.finish_row(co, acc, base, window, sink, t_out, t)
+    }
+
+    /// `Conv1dInt8::finish_row` compiled for AVX2.
+    ///
+    /// # Safety
+    /// Needs AVX2; as `finish_row`.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn finish_avx2(
+        conv: &Conv1dInt8,
+        co: usize,
+        acc: &mut [i32],
+        base: i32,
+        window: Option<(i32, &[i32])>,
+        sink: Sink,
+        t_out: usize,
+        t: usize,
+    ) {
+        conv.finish_row(co, acc, base, window, sink, t_out, t)
+    }
+
+    /// `[min(0, x…), max(0, x…)]`; `vminps(v, acc)` returns `acc` for a NaN `v`.
+    ///
+    /// # Safety
+    /// Needs AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn range_avx512(x: &[f32]) -> [f32; 2] {
+        let (mut lo, mut hi) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+        let mut chunks = x.chunks_exact(16);
+        for c in &mut chunks {
+            let v = _mm512_loadu_ps(c.as_ptr());
+            lo = _mm512_min_ps(v, lo);
+            hi = _mm512_max_ps(v, hi);
+        }
+        let (mut l, mut h) = (_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi));
+        for &v in chunks.remainder() {
+            l = l.min(v);
+            h = h.max(v);
+        }
+        [l, h]
+    }
+
+    /// `((v / scale).round_ties_even() + zp).clamp(0, 255) as u8`, 16 at a time;
+    /// `vmaxps(r, 0)` maps NaN to 0 as the scalar cast does.
+    ///
+    /// # Safety
+    /// Needs AVX-512F/BW; `dst.len() == x.len()`.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn quantize_avx512(aq: ActivationQuant, x: &[f32], dst: &mut [u8]) {
+        let (scale, zp) = (
+            _mm512_set1_ps(aq.scale),
+            _mm512_set1_ps(aq.zero_point as f32),
+        );
+        let (zero, top) = (_mm512_setzero_ps(), _mm512_set1_ps(255.0));
+        let n = x.len().min(dst.len());
+        let mut i = 0;
+        while i + 16 <= n {
+            let v = _mm512_div_ps(_mm512_loadu_ps(x.as_ptr().add(i)), scale);
+            let v = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+            let v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, zp), zero), top);
+            let q = _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v));
+            _mm_storeu_si128(dst.as_mut_ptr().add(i) as *mut _, q);
+            i += 16;
+        }
+        for j in i..n {
+            dst[j] = aq.quantize(x[j]);
+        }
+    }
+
+    /// As [`quantize_avx512`], 8 at a time with AVX2.
+    ///
+    /// # Safety
+    /// Needs AVX2; `dst.len() == x.len()`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn quantize_avx2(aq: ActivationQuant, x: &[f32], dst: &mut [u8]) {
+        let (scale, zp) = (
+            _mm256_set1_ps(aq.scale),
+            _mm256_set1_ps(aq.zero_point as f32),
+        );
+        let (zero, top) = (_mm256_setzero_ps(), _mm256_set1_ps(255.0));
+        let gather = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
+        let n = x.len().min(dst.len());
+        let mut i = 0;
+        while i + 8 <= n {
+            let v = _mm256_div_ps(_mm256_loadu_ps(x.as_ptr().add(i)), scale);
+            let v = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+            let v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, zp), zero), top);
+            let q = _mm256_cvttps_epi32(v);
+            // 0..=255 survives both saturating packs; bytes 0..4 of each lane.
+            let q = _mm256_packus_epi16(_mm256_packus_epi32(q, q), _mm256_setzero_si256());
+            let q = _mm256_permutevar8x32_epi32(q, gather);
+            _mm_storel_epi64(dst.as_mut_ptr().add(i) as *mut _, _mm256_castsi256_si128(q));
+            i += 8;
+        }
+        for j in i..n {
+            dst[j] = aq.quantize(x[j]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::conv1d::PadMode;
+    use crate::kernels::cpu::available_levels;
+    use proptest::prelude::*;
+    use voxlane_runtime::LanePool;
+
+    fn rnd(seed: u64, n: usize) -> Vec<u64> {
+        let mut s = seed | 1;
+        (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                s >> 33
+            })
+            .collect()
+    }
+
+    fn rnd_f32(seed: u64, n: usize) -> Vec<f32> {
+        rnd(seed, n)
+            .iter()
+            .map(|v| (*v as f32 / (1u64 << 31) as f32) * 3.0 - 1.0)
+            .collect()
+    }
+
+    /// Owned int8 or uint8 weights with matching zero points.
+    struct W {
+        i8s: Vec<i8>,
+        u8s: Vec<u8>,
+        signed: bool,
+        zps: Vec<i32>,
+        scales: Vec<f32>,
+    }
+
+    impl W {
+        fn new(seed: u64, p: &Conv1dParams, signed: bool, per_channel: bool) -> Self {
+            let r = rnd(seed, p.weight_len());
+            let nz = if per_channel { p.c_out } else { 1 };
+            let z = rnd(seed ^ 5, nz);
+            let zps = z
+                .iter()
+                .map(|v| {
+                    if signed {
+                        (v % 256) as i32 - 128
+                    } else {
+                        (v % 256) as i32
+                    }
+                })
+                .collect();
+            Self {
+                i8s: r.iter().map(|v| (v % 256) as u8 as i8).collect(),
+                u8s: r.iter().map(|v| (v % 256) as u8).collect(),
+                signed,
+                zps,
+                scales: rnd_f32(seed ^ 9, nz)
+                    .iter()
+                    .map(|v| v.abs() * 0.01 + 1e-4)
+                    .collect(),
+            }
+        }
+
+        fn w(&self) -> IntWeights<'_> {
+            if self.signed {
+                IntWeights::I8(&self.i8s)
+            } else {
+                IntWeights::U8(&self.u8s)
+            }
+        }
+    }
+
+    fn params_strategy() -> impl Strategy<Value = (Conv1dParams, usize)> {
+        (
+            (1usize..10, 1usize..9, 1usize..8, 1usize..4, 1usize..5),
+            (0usize..6, 0usize..6, 0usize..3, 1usize..200, 1usize..4),
+            any::<bool>(),
+        )
+            .prop_map(|((cig, cog, k, s, d), (pl, pr, mode, t, g), dw)| {
+                let mode = [PadMode::Zeros, PadMode::Reflect, PadMode::Replicate][mode];
+                let mut p = Conv1dParams::new(cig * g, cog * g, k)
+                    .stride(s)
+                    .dilation(d)
+                    .padding(pl, pr)
+                    .groups(g)
+                    .pad_mode(mode);
+                if dw {
+                    p.groups = p.c_in;
+                    p.c_out = p.c_in * cog.min(3);
+                }
+                let t = t.max(p.span()).max(pl + 1).max(pr + 1);
+                (p, t)
+            })
+    }
+
+    fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn integer_and_float_results_match_reference(
+            (p, t) in params_strategy(),
+            signed in any::<bool>(),
+            per_channel in any::<bool>(),
+            bias in any::<bool>(),
+            seed in any::<u64>(),
+        ) {
+            let w = W::new(seed, &p, signed, per_channel);
+            let b = rnd_f32(seed ^ 3, p.c_out);
+            let bias = bias.then_some(&b[..]);
+            let xq: Vec<u8> = rnd(seed ^ 7, p.c_in * t).iter().map(|v| (v % 256) as u8).collect();
+            let zx = (seed % 256) as u8;
+            let aq = ActivationQuant { scale: 0.0123, zero_point: zx };
+            let want = conv_integer_reference(&p, w.w(), &w.zps, &xq, zx, t).unwrap();
+            let t_out = p.out_len(t).unwrap();
+            let want_f: Vec<f32> = want
+                .iter()
+                .enumerate()
+                .map(|(i, &a)| {
+                    let co = i / t_out;
+                    let ws = w.scales[co % w.scales.len()];
+                    dequantize(a, aq.scale, ws, bias.map(|b| b[co]))
+                })
+                .collect();
+            let x = rnd_f32(seed ^ 11, p.c_in * t);
+            let want_x = conv1d_int8_reference(&p, w.w(), &w.scales, &w.zps, bias, &x, t).unwrap();
+            let pool = LanePool::new(2).unwrap();
+            let mut conv = Conv1dInt8::new(p, w.w(), &w.scales, &w.zps, bias).unwrap();
+            for level in available_levels() {
+                conv.set_level(level);
+                let mut ws = Conv1dInt8Workspace::new();
+                let mut got = vec![i32::MIN; want.len()];
+                conv.conv_integer(&pool, &xq, zx, t, &mut got, &mut ws).unwrap();
+                prop_assert_eq!(&got, &want, "{:?} level {:?}", p, level);
+                let mut got_f = vec![f32::NAN; want.len()];
+                conv.forward_quantized(&pool, &xq, aq, t, &mut got_f, &mut ws).unwrap();
+                prop_assert_eq!(bits(&got_f), bits(&want_f), "{:?} level {:?}", p, level);
+                conv.forward(&pool, &x, t, &mut got_f, &mut ws).unwrap();
+                prop_assert_eq!(bits(&got_f), bits(&want_x), "{:?} level {:?}", p, level);
+            }
+        }
+
+        #[test]
+        fn quantization_matches_dynamic_quantize_linear(
+            n in 0usize..40_000, seed in any::<u64>(), scale in 0.0f32..100.0, positive in any::<bool>(),
+        ) {
+            let mut x: Vec<f32> = rnd_f32(seed, n).iter().map(|v| v * scale).collect();
+            if positive {
+                x.iter_mut().for_each(|v| *v = v.abs() + 0.5);
+            }
+            if n > 7 {
+                x[n / 2] = f32::NAN;
+                x[n / 3] = -0.0;
+            }
+            let mut want = vec![0u8; n];
+            let want_p = quantize_activations(&x, &mut want).unwrap();
+            let pool = LanePool::new(2).unwrap();
+            for level in available_levels() {
+                let mut got = vec![1u8; n];
+                let mut mm = vec![[0.0f32; 2]; n.div_ceil(QUANT_CHUNK)];
+                let got_p = quantize_into(&pool, int_route(level), &x, &mut got, &mut mm).unwrap();
+                prop_assert_eq!(got_p, want_p);
+                prop_assert_eq!(&got, &want);
+            }
+        }
+    }
+
+    #[test]
+    fn bit_identical_across_budgets_and_allocation_free() {
+        let cases = [
+            Conv1dParams::new(24, 20, 7).dilation(3).padding(9, 9),
+            Conv1dParams::new(16, 32, 5).groups(16).padding(2, 2),
+            Conv1dParams::new(12, 18, 4)
+                .stride(2)
+                .groups(3)
+                .padding(1, 2),
+            Conv1dParams::new(10, 14, 8).stride(4).padding(4, 0),
+        ];
+        for (i, p) in cases.into_iter().enumerate() {
+            let t = 700;
+            let w = W::new(i as u64, &p, i % 2 == 0, true);
+            let b = rnd_f32(2, p.c_out);
+            let x = rnd_f32(3, p.c_in * t);
+            let conv = Conv1dInt8::new(p, w.w(), &w.scales, &w.zps, Some(&b)).unwrap();
+            let mut ws = conv.workspace(t).unwrap();
+            let bytes = ws.bytes();
+            let mut first: Option<Vec<u32>> = None;
+            for threads in 1..=4 {
+                let pool = LanePool::new(threads).unwrap();
+                let mut out = vec![0.0; p.c_out * p.out_len(t).unwrap()];
+                // Shorter inputs reuse the same buffers.
+                conv.forward(
+                    &pool,
+                    &x[..p.c_in * 300],
+                    300,
+                    &mut out[..p.c_out * p.out_len(300).unwrap()],
+                    &mut ws,
+                )
+                .unwrap();
+                conv.forward(&pool, &x, t, &mut out, &mut ws).unwrap();
+                assert_eq!(ws.bytes(), bytes, "workspace grew after reserve");
+                match &first {
+                    None => first = Some(bits(&out)),
+                    Some(f) => assert_eq!(f, &bits(&out), "{p:?} threads {threads}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn int8_tracks_f32_conv() {
+        use crate::kernels::conv1d::conv1d_reference;
+        // Symmetric int8 weights: w ≈ q · scale. The int8 result stays near f32.
+        let p = Conv1dParams::new(64, 32, 7).dilation(2).padding(6, 6);
+        let t = 100;
+        let q: Vec<i8> = rnd(1, p.weight_len())
+            .iter()
+            .map(|v| (v % 255) as i8)
+            .collect();
+        let scale = 0.004f32;
+        let wf: Vec<f32> = q.iter().map(|v| *v as f32 * scale).collect();
+        let x = rnd_f32(2, p.c_in * t);
+        let want = conv1d_reference(&p, &wf, None, &x, t).unwrap();
+        let conv = Conv1dInt8::new(p, IntWeights::I8(&q), &[scale], &[0], None).unwrap();
+        let mut ws = conv.workspace(t).unwrap();
+        let mut got = vec![0.0; want.len()];
+        conv.forward(&LanePool::new(1).unwrap(), &x, t, &mut got, &mut ws)
+            .unwrap();
+        let err = got
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        let mag = want.iter().map(|v| v.abs()).fold(0.0, f32::max);
+        assert!(err < 0.02 * mag, "max error {err} vs magnitude {mag}");
+    }
+
+    #[test]
+    fn invalid_inputs_are_errors() {
+        let p = Conv1dParams::new(4, 6, 3);
+        let w = vec![0i8; p.weight_len()];
+        // Zero point outside the int8 range; wrong scale count; wrong weight length.
+        assert!(Conv1dInt8::new(p, IntWeights::I8(&w), &[1.0], &[200], None).is_err());
+        assert!(Conv1dInt8::new(p, IntWeights::I8(&w), &[1.0, 2.0], &[0], None).is_err());
+        assert!(Conv1dInt8::new(p, IntWeights::I8(&w[1..]), &[1.0], &[0], None).is_err());
+        let conv = Conv1dInt8::new(p, IntWeights::I8(&w), &[1.0], &[0], None).unwrap();
+        let pool = LanePool::new(1).unwrap();
+        let mut ws = Conv1dInt8Workspace::new();
+        let mut out = vec![0.0; 6];
+        // Too short for the kernel span; wrong input length; wrong output length.
+        assert!(conv
+            .forward(&pool, &[0.0; 8], 2, &mut out, &mut ws)
+            .is_err());
+        assert!(conv
+            .forward(&pool, &[0.0; 11], 3, &mut out, &mut ws)
+            .is_err());
+        assert!(conv
+            .forward(&pool, &[0.0; 12], 3, &mut out[..5], &mut ws)
+            .is_err());
+        let mut iout = vec![0i32; 6];
+        assert!(conv
+            .conv_integer(&pool, &[0u8; 11], 0, 3, &mut iout, &mut ws)
+            .is_err());
+    }
+    /// Ad-hoc timing against the f32 direct route (run with `--ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn time_kokoro_int8() {
+        use crate::kernels::conv1d::Conv1d;
+        for (c, k, d, t) in [(256, 7, 3, 800), (128, 3, 1, 4800), (128, 11, 5, 4800)] {
+            let pad = (k - 1) * d / 2;
+            let p = Conv1dParams::new(c, c, k).dilation(d).padding(pad, pad);
+            let wf = rnd_f32(1, p.weight_len());
+            let wq: Vec<i8> = wf.iter().map(|v| (v * 60.0) as i8).collect();
+            let x = rnd_f32(3, c * t);
+            let f32c = Conv1d::new(p, &wf, None).unwrap();
+            let int8 = Conv1dInt8::new(p, IntWeights::I8(&wq), &[0.01], &[0], None).unwrap();
+            let mut fws = f32c.workspace(t).unwrap();
+            let mut ws = int8.workspace(t).unwrap();
+            let mut out = vec![0.0; c * p.out_len(t).unwrap()];
+            let xq: Vec<u8> = (0..c * t).map(|i| (i % 251) as u8).collect();
+            let aq = ActivationQuant {
+                scale: 0.01,
+                zero_point: 3,
+            };
+            let pool = LanePool::new(1).unwrap();
+            let time = |f: &mut dyn FnMut()| {
+                f();
+                let start = std::time::Instant::now();
+                for _ in 0..20 {
+                    f();
+                }
+                start.elapsed().as_secs_f64() / 20.0 * 1e3
+            };
+            let tf = time(&mut || f32c.forward(&pool, &x, t, &mut out, &mut fws).unwrap());
+            let ti = time(&mut || int8.forward(&pool, &x, t, &mut out, &mut ws).unwrap());
+            let tq = time(&mut || {
+                int8.forward_quantized(&pool, &xq, aq, t, &mut out, &mut ws)
+                    .unwrap()
+            });
+            println!("{c} k{k} d{d} T{t}: f32 {tf:.3} ms, int8 {ti:.3} ms, int8 pre-quantized {tq:.3} ms");
+        }
+    }
+}
