@@ -4,6 +4,8 @@
 //! `voxlane` CLI live here, at the top of the stack.
 
 pub mod cli;
+pub mod conv1d;
+pub mod conv_transpose1d;
 pub mod core;
 pub mod diagrams;
 pub mod kernel_attention;
@@ -11,4 +13,5 @@ pub mod kernel_f32_matvec;
 pub mod kernel_matmul;
 pub mod kernels;
 pub mod lane_dispatch;
+pub mod lstm;
 pub mod registry;

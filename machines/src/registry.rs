@@ -9,5 +9,8 @@ pub fn all_specs() -> Vec<&'static MachineSpec> {
         &crate::kernel_f32_matvec::SPEC,
         &crate::kernel_matmul::SPEC,
         &crate::kernel_attention::SPEC,
+        &crate::conv1d::SPEC,
+        &crate::conv_transpose1d::SPEC,
+        &crate::lstm::SPEC,
     ]
 }

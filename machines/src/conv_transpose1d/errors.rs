@@ -1,0 +1,3 @@
+//! Errors: the shared kernel rejections (shape, params, lanes, ...).
+
+pub use crate::kernels::KernelMachineError as ConvTranspose1dError;
