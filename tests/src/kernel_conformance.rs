@@ -255,3 +255,20 @@ pub fn fuzz_random_sequences<D: KernelDriver>(cases: u32) {
         )
         .unwrap();
 }
+
+/// Send one `execute` of `request` writing `output` on `lanes`; with
+/// `step_only` the outcome event is left unfed (the machine stays `running`).
+pub fn send_execute<'a, K: KernelContract>(
+    k: &mut Kernel<K>,
+    request: K::Request<'a>,
+    output: K::Output<'a>,
+    lanes: SubPool<'a>,
+    step_only: bool,
+) -> Option<KernelReply> {
+    let ev = KernelEvent::Execute(voxlane_machines::kernels::Execute { request, lanes });
+    if step_only {
+        k.step(&ev, Some(output)).reply
+    } else {
+        Some(k.handle(&ev, Some(output)))
+    }
+}

@@ -35,3 +35,8 @@ pub fn assert_all_reached(spec: &MachineSpec, log: &[Fired]) {
 pub fn os_threads() -> usize {
     std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
 }
+
+/// The bit patterns of `v`, for bit-exact comparisons with readable diffs.
+pub fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|f| f.to_bits()).collect()
+}

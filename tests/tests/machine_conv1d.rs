@@ -7,12 +7,11 @@ use voxlane_machines::conv1d::guards::route;
 use voxlane_machines::conv1d::{
     CausalHistory, Conv1dContract, Conv1dKernel, Conv1dKernelParams, Conv1dLimits, Conv1dRequest,
 };
-use voxlane_machines::kernels::{
-    Execute, KernelContract, KernelEvent, KernelMachineError, KernelReply,
-};
+use voxlane_machines::kernels::{KernelContract, KernelMachineError, KernelReply};
 use voxlane_runtime::{LanePool, SubPool};
+use voxlane_tests::bits;
 use voxlane_tests::kernel_conformance::{
-    check_every_state_and_event, fuzz_random_sequences, KernelDriver, RequestKind,
+    check_every_state_and_event, fuzz_random_sequences, send_execute, KernelDriver, RequestKind,
 };
 
 const MAX_T: usize = 320;
@@ -116,15 +115,13 @@ impl KernelDriver for Driver {
         };
         let x = data(c_in * t + usize::from(kind == RequestKind::BadShape), 3);
         let mut out = vec![0.0; c_out * t_out];
-        let ev = KernelEvent::Execute(Execute {
-            request: Conv1dRequest { x: &x, t_in: t },
+        send_execute(
+            k,
+            Conv1dRequest { x: &x, t_in: t },
+            &mut out,
             lanes,
-        });
-        if step_only {
-            k.step(&ev, Some(&mut out)).reply
-        } else {
-            Some(k.handle(&ev, Some(&mut out)))
-        }
+            step_only,
+        )
     }
 }
 
@@ -136,10 +133,6 @@ fn every_state_times_every_event_matches_the_table() {
 #[test]
 fn random_event_sequences_stay_declared() {
     fuzz_random_sequences::<Driver>(48);
-}
-
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|f| f.to_bits()).collect()
 }
 
 /// Per element: |got − want| ≤ 1e-5·Σ|w·x| + 1e-6 (Σ from the reference on |w|, |x|).

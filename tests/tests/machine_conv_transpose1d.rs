@@ -10,12 +10,11 @@ use voxlane_machines::conv_transpose1d::{
     ConvTranspose1dContract, ConvTranspose1dKernel, ConvTranspose1dKernelParams,
     ConvTranspose1dLimits, ConvTranspose1dRequest,
 };
-use voxlane_machines::kernels::{
-    Execute, KernelContract, KernelEvent, KernelMachineError, KernelReply,
-};
+use voxlane_machines::kernels::{KernelContract, KernelMachineError, KernelReply};
 use voxlane_runtime::{LanePool, SubPool};
+use voxlane_tests::bits;
 use voxlane_tests::kernel_conformance::{
-    check_every_state_and_event, fuzz_random_sequences, KernelDriver, RequestKind,
+    check_every_state_and_event, fuzz_random_sequences, send_execute, KernelDriver, RequestKind,
 };
 
 const MAX_T: usize = 160;
@@ -97,15 +96,13 @@ impl KernelDriver for Driver {
         };
         let x = data(c_in * t + usize::from(kind == RequestKind::BadShape), 3);
         let mut out = vec![0.0; c_out * t_out];
-        let ev = KernelEvent::Execute(Execute {
-            request: ConvTranspose1dRequest { x: &x, t_in: t },
+        send_execute(
+            k,
+            ConvTranspose1dRequest { x: &x, t_in: t },
+            &mut out,
             lanes,
-        });
-        if step_only {
-            k.step(&ev, Some(&mut out)).reply
-        } else {
-            Some(k.handle(&ev, Some(&mut out)))
-        }
+            step_only,
+        )
     }
 }
 
@@ -117,10 +114,6 @@ fn every_state_times_every_event_matches_the_table() {
 #[test]
 fn random_event_sequences_stay_declared() {
     fuzz_random_sequences::<Driver>(48);
-}
-
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|f| f.to_bits()).collect()
 }
 
 /// Per element: |got − want| ≤ 1e-5·Σ|w·x| + 1e-6 (Σ from the reference on |w|, |x|).

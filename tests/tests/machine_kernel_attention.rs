@@ -8,10 +8,11 @@ use voxlane_machines::kernel_attention::{
     RopeLayout,
 };
 use voxlane_machines::kernels::events::LaneRoute;
-use voxlane_machines::kernels::{Execute, KernelEvent, KernelMachineError, KernelReply};
+use voxlane_machines::kernels::{KernelEvent, KernelMachineError, KernelReply};
 use voxlane_runtime::{LanePool, SubPool};
+use voxlane_tests::bits;
 use voxlane_tests::kernel_conformance::{
-    check_every_state_and_event, fuzz_random_sequences, KernelDriver, RequestKind,
+    check_every_state_and_event, fuzz_random_sequences, send_execute, KernelDriver, RequestKind,
 };
 
 const HEADS: usize = 4;
@@ -29,10 +30,6 @@ fn data(len: usize, seed: u32) -> Vec<f32> {
     (0..len)
         .map(|i| (((i as u32).wrapping_mul(2654435761) ^ seed) % 2000) as f32 / 1000.0 - 1.0)
         .collect()
-}
-
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|f| f.to_bits()).collect()
 }
 
 /// A layer taking prepare route `route`, split over two head ranges.
@@ -90,20 +87,18 @@ impl KernelDriver for Driver {
         };
         let (q, kv) = (data(q_len, 1), data(t * WIDTH, 2));
         let mut out = vec![0.0; t * WIDTH];
-        let ev = KernelEvent::Execute(Execute {
-            request: AttentionRequest {
+        send_execute(
+            k,
+            AttentionRequest {
                 q: &q,
                 k: &kv,
                 v: &kv,
                 t,
             },
+            &mut out,
             lanes,
-        });
-        if step_only {
-            k.step(&ev, Some(&mut out)).reply
-        } else {
-            Some(k.handle(&ev, Some(&mut out)))
-        }
+            step_only,
+        )
     }
 }
 

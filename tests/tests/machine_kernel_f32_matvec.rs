@@ -5,10 +5,11 @@ use voxlane_actors::kernels::f32_matvec::matvec_reference;
 use voxlane_machines::kernel_f32_matvec::{
     F32Matvec, F32MatvecKernel, MatvecParams, MatvecRequest,
 };
-use voxlane_machines::kernels::{KernelEvent, KernelMachineError, KernelReply};
+use voxlane_machines::kernels::{KernelMachineError, KernelReply};
 use voxlane_runtime::{Fork, LanePool, SubPool};
+use voxlane_tests::bits;
 use voxlane_tests::kernel_conformance::{
-    check_every_state_and_event, fuzz_random_sequences, KernelDriver, RequestKind,
+    check_every_state_and_event, fuzz_random_sequences, send_execute, KernelDriver, RequestKind,
 };
 
 const K: usize = 37;
@@ -69,15 +70,7 @@ impl KernelDriver for Driver {
             3,
         );
         let mut y = vec![0.0; N];
-        let ev = KernelEvent::Execute(voxlane_machines::kernels::Execute {
-            request: MatvecRequest { x: &x },
-            lanes,
-        });
-        if step_only {
-            k.step(&ev, Some(&mut y)).reply
-        } else {
-            Some(k.handle(&ev, Some(&mut y)))
-        }
+        send_execute(k, MatvecRequest { x: &x }, &mut y, lanes, step_only)
     }
 }
 
@@ -113,7 +106,6 @@ fn computes_the_reference_bit_exactly_for_every_budget() {
             matches!(reply, KernelReply::ExecuteDone { .. }),
             "{reply:?}"
         );
-        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&y), bits(&want), "budget {threads}");
         assert_eq!(pool.threads(), threads);
     }

@@ -8,10 +8,11 @@ use voxlane_actors::kernels::matmul::{
 use voxlane_machines::kernel_matmul::{
     IntQuants, Matmul, MatmulKernel, MatmulLimits, MatmulParams, MatmulRequest, MatmulWeights,
 };
-use voxlane_machines::kernels::{Execute, KernelEvent, KernelMachineError, KernelReply};
+use voxlane_machines::kernels::{KernelEvent, KernelMachineError, KernelReply};
 use voxlane_runtime::{LanePool, SubPool};
+use voxlane_tests::bits;
 use voxlane_tests::kernel_conformance::{
-    check_every_state_and_event, fuzz_random_sequences, KernelDriver, RequestKind,
+    check_every_state_and_event, fuzz_random_sequences, send_execute, KernelDriver, RequestKind,
 };
 
 const K: usize = 2 * Q8_0_BLOCK;
@@ -37,10 +38,6 @@ fn bytes(len: usize, seed: u32) -> Vec<u8> {
         .iter()
         .map(|v| ((v + 1.0) * 127.9) as u8)
         .collect()
-}
-
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|f| f.to_bits()).collect()
 }
 
 /// Weights for prepare route `route` (per-channel uint8 for int8).
@@ -118,15 +115,7 @@ impl KernelDriver for Driver {
         };
         let a = data(a_len, 3);
         let mut c = vec![0.0; m * N];
-        let ev = KernelEvent::Execute(Execute {
-            request: MatmulRequest { a: &a, m },
-            lanes,
-        });
-        if step_only {
-            k.step(&ev, Some(&mut c)).reply
-        } else {
-            Some(k.handle(&ev, Some(&mut c)))
-        }
+        send_execute(k, MatmulRequest { a: &a, m }, &mut c, lanes, step_only)
     }
 }
 

@@ -3,17 +3,16 @@
 //! lane budget; ONNX-layout weights give exactly the PyTorch-layout result).
 
 use voxlane_actors::kernels::lstm::{lstm_reference, LstmWeights};
-use voxlane_machines::kernels::{
-    Execute, KernelContract, KernelEvent, KernelMachineError, KernelReply,
-};
+use voxlane_machines::kernels::{KernelContract, KernelMachineError, KernelReply};
 use voxlane_machines::lstm::guards::route;
 use voxlane_machines::lstm::{
     LstmContract, LstmDirection, LstmKernel, LstmLayout, LstmLimits, LstmParams, LstmRequest,
     OnnxLstm,
 };
 use voxlane_runtime::{LanePool, SubPool};
+use voxlane_tests::bits;
 use voxlane_tests::kernel_conformance::{
-    check_every_state_and_event, fuzz_random_sequences, KernelDriver, RequestKind,
+    check_every_state_and_event, fuzz_random_sequences, send_execute, KernelDriver, RequestKind,
 };
 
 const INPUT: usize = 5;
@@ -123,15 +122,7 @@ impl KernelDriver for Driver {
             .map_or(HIDDEN, |pk| pk.directions() * pk.hidden());
         let x = data(t * INPUT + usize::from(kind == RequestKind::BadShape), 3);
         let mut out = vec![0.0; t * width];
-        let ev = KernelEvent::Execute(Execute {
-            request: LstmRequest { x: &x, t },
-            lanes,
-        });
-        if step_only {
-            k.step(&ev, Some(&mut out)).reply
-        } else {
-            Some(k.handle(&ev, Some(&mut out)))
-        }
+        send_execute(k, LstmRequest { x: &x, t }, &mut out, lanes, step_only)
     }
 }
 
@@ -143,10 +134,6 @@ fn every_state_times_every_event_matches_the_table() {
 #[test]
 fn random_event_sequences_stay_declared() {
     fuzz_random_sequences::<Driver>(48);
-}
-
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|f| f.to_bits()).collect()
 }
 
 fn ready(p: &LstmParams, r: usize, lanes: usize) -> LstmKernel {
