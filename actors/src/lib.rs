@@ -3,3 +3,4 @@
 //! that guard them live in `voxlane-machines`.
 
 pub mod kernels;
+pub mod tts;

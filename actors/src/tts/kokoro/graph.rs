@@ -1,0 +1,518 @@
+//! Typed weight bundles resolved from Kokoro's int8 ONNX export.
+//!
+//! The export's conventions (see `GRAPH.md`, "Quantization scheme") are
+//! followed from a compute node outward through the graph, never by guessing
+//! initializer names: a `MatMulInteger`'s per-channel scale sits on the
+//! `*_scales_mul` Mul that multiplies the activation scale by it, a
+//! `ConvInteger`'s on `<module>.bias_scale_node`, its float bias behind the
+//! in-graph `Div → Floor → Cast → Reshape` chain, and so on. Bundles own
+//! their data (copied out of the map) and pack kernel weights once here.
+
+use voxlane_runtime::onnx::{DataType, Node, OnnxError, OnnxModel, Tensor};
+
+use super::quant::{QConv, QLinear, QLstm};
+use crate::kernels::conv1d::Conv1dParams;
+use crate::kernels::KernelError;
+
+/// Why a Kokoro stage could not be loaded or run.
+#[derive(Debug, thiserror::Error)]
+pub enum KokoroError {
+    /// A node the stage needs is not in the graph.
+    #[error("node `{0}` is missing from the Kokoro graph")]
+    MissingNode(String),
+    /// A node does not have the shape the export's conventions promise.
+    #[error("node `{node}`: {detail}")]
+    BadNode {
+        /// Node name.
+        node: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// An initializer the stage needs is absent.
+    #[error("tensor `{0}` is missing from the Kokoro graph")]
+    MissingTensor(String),
+    /// An initializer has the wrong type or shape.
+    #[error("tensor `{tensor}`: {detail}")]
+    BadTensor {
+        /// Tensor name.
+        tensor: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Inputs the model cannot take (bad token ids, too many tokens, bad style).
+    #[error("invalid Kokoro input: {0}")]
+    Input(String),
+    /// The ONNX file could not be read.
+    #[error(transparent)]
+    Onnx(#[from] OnnxError),
+    /// A kernel rejected its operands.
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    /// A lane of the pool panicked.
+    #[error(transparent)]
+    Lane(#[from] voxlane_runtime::LaneError),
+}
+
+fn bad_node(node: &Node, detail: impl Into<String>) -> KokoroError {
+    KokoroError::BadNode {
+        node: node.name.clone(),
+        detail: detail.into(),
+    }
+}
+
+fn bad_tensor(t: &Tensor<'_>, detail: impl Into<String>) -> KokoroError {
+    KokoroError::BadTensor {
+        tensor: t.name.to_string(),
+        detail: detail.into(),
+    }
+}
+
+/// Float `LayerNormalization` / `SkipLayerNormalization` parameters.
+#[derive(Debug, Clone)]
+pub struct LayerNormParams {
+    /// Scale `[dim]`.
+    pub gamma: Vec<f32>,
+    /// Shift `[dim]`.
+    pub beta: Vec<f32>,
+    /// The node's epsilon.
+    pub eps: f32,
+}
+
+/// An INT8 embedding table dequantized per tensor (`Gather` + `DequantizeLinear`).
+#[derive(Debug, Clone)]
+pub struct QEmbedding {
+    /// Rows (vocabulary or positions).
+    pub rows: usize,
+    /// Row width.
+    pub dim: usize,
+    /// `[rows, dim]` int8 table.
+    pub table: Vec<i8>,
+    /// Dequantization scale.
+    pub scale: f32,
+    /// Dequantization zero point.
+    pub zero_point: i8,
+}
+
+impl QEmbedding {
+    /// Row `i` dequantized into `out[dim]` as `DequantizeLinear` does: `(q − zp) · scale`.
+    pub fn row_into(&self, i: usize, out: &mut [f32]) -> Result<(), KokoroError> {
+        let row = self
+            .table
+            .get(i * self.dim..(i + 1) * self.dim)
+            .ok_or_else(|| KokoroError::Input(format!("id {i} is outside 0..{}", self.rows)))?;
+        for (o, &q) in out.iter_mut().zip(row) {
+            *o = (i32::from(q) - i32::from(self.zero_point)) as f32 * self.scale;
+        }
+        Ok(())
+    }
+}
+
+/// A float `Conv` or `ConvTranspose` (weights as stored, `[c_out, c_in/g, k]`
+/// for Conv and `[c_in, c_out/g, k]` for ConvTranspose).
+#[derive(Debug, Clone)]
+pub struct FloatConv {
+    /// Weight dims as stored.
+    pub dims: [usize; 3],
+    /// Weight elements.
+    pub weight: Vec<f32>,
+    /// Bias, when the node has one.
+    pub bias: Option<Vec<f32>>,
+    /// Symmetric padding (`pads[0]`; the export only has symmetric pads).
+    pub pad: usize,
+    /// Stride.
+    pub stride: usize,
+    /// Dilation.
+    pub dilation: usize,
+    /// Groups.
+    pub groups: usize,
+    /// `output_padding` (ConvTranspose only; 0 otherwise).
+    pub output_padding: usize,
+}
+
+/// Resolves nodes of the Kokoro int8 graph into typed weight bundles.
+#[derive(Debug, Clone, Copy)]
+pub struct KokoroGraph<'m> {
+    model: &'m OnnxModel,
+}
+
+impl<'m> KokoroGraph<'m> {
+    /// A resolver over `model`.
+    pub fn new(model: &'m OnnxModel) -> Self {
+        Self { model }
+    }
+
+    /// The model behind this resolver.
+    pub fn model(&self) -> &'m OnnxModel {
+        self.model
+    }
+
+    /// The node named `name`.
+    pub fn node(&self, name: &str) -> Result<&'m Node, KokoroError> {
+        self.model
+            .graph()
+            .node(name)
+            .ok_or_else(|| KokoroError::MissingNode(name.to_string()))
+    }
+
+    /// The node named `name`, checked to be an `op`.
+    pub fn node_op(&self, name: &str, op: &str) -> Result<&'m Node, KokoroError> {
+        let n = self.node(name)?;
+        if n.op_type != op {
+            return Err(bad_node(n, format!("is a {}, expected {op}", n.op_type)));
+        }
+        Ok(n)
+    }
+
+    /// The initializer named `name`.
+    pub fn tensor(&self, name: &str) -> Result<Tensor<'m>, KokoroError> {
+        self.model
+            .initializer(name)
+            .ok_or_else(|| KokoroError::MissingTensor(name.to_string()))
+    }
+
+    /// Input `i` of `node` as an initializer.
+    pub fn input_tensor(&self, node: &Node, i: usize) -> Result<Tensor<'m>, KokoroError> {
+        let name = node
+            .inputs
+            .get(i)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| bad_node(node, format!("has no input {i}")))?;
+        self.tensor(name)
+    }
+
+    /// Float elements of an initializer.
+    pub fn f32s(&self, t: &Tensor<'m>) -> Result<Vec<f32>, KokoroError> {
+        if t.data_type != DataType::Float {
+            return Err(bad_tensor(t, format!("is {}, expected FLOAT", t.data_type)));
+        }
+        Ok(t.to_f32()?)
+    }
+
+    /// INT8 elements of an initializer (borrowed from the map).
+    pub fn i8s(&self, t: &Tensor<'m>) -> Result<&'m [i8], KokoroError> {
+        t.as_i8()
+            .ok_or_else(|| bad_tensor(t, format!("is {}, expected raw INT8", t.data_type)))
+    }
+
+    /// UINT8 elements of an initializer (borrowed from the map).
+    pub fn u8s(&self, t: &Tensor<'m>) -> Result<&'m [u8], KokoroError> {
+        t.as_u8()
+            .ok_or_else(|| bad_tensor(t, format!("is {}, expected raw UINT8", t.data_type)))
+    }
+
+    /// INT8 elements of an initializer, copied (raw or `int32_data` storage).
+    pub fn i8_vec(&self, t: &Tensor<'m>) -> Result<Vec<i8>, KokoroError> {
+        if t.data_type != DataType::Int8 {
+            return Err(bad_tensor(t, format!("is {}, expected INT8", t.data_type)));
+        }
+        match t.as_i8() {
+            Some(v) => Ok(v.to_vec()),
+            None => Ok(t.to_i64()?.into_iter().map(|v| v as i8).collect()),
+        }
+    }
+
+    /// UINT8 elements of an initializer, copied (raw or `int32_data` storage).
+    pub fn u8_vec(&self, t: &Tensor<'m>) -> Result<Vec<u8>, KokoroError> {
+        if t.data_type != DataType::Uint8 {
+            return Err(bad_tensor(t, format!("is {}, expected UINT8", t.data_type)));
+        }
+        match t.as_u8() {
+            Some(v) => Ok(v.to_vec()),
+            None => Ok(t.to_i64()?.into_iter().map(|v| v as u8).collect()),
+        }
+    }
+
+    /// The only consumer of `node`'s first output that is an `op`.
+    fn next_op(&self, node: &'m Node, op: &str) -> Result<&'m Node, KokoroError> {
+        let out = node
+            .outputs
+            .first()
+            .ok_or_else(|| bad_node(node, "has no output"))?;
+        self.model
+            .graph()
+            .consumers(out)
+            .find(|c| c.op_type == op)
+            .ok_or_else(|| bad_node(node, format!("output is not consumed by a {op}")))
+    }
+
+    /// The node producing input `i` of `node`.
+    fn input_producer(&self, node: &'m Node, i: usize) -> Result<&'m Node, KokoroError> {
+        let name = node
+            .inputs
+            .get(i)
+            .ok_or_else(|| bad_node(node, format!("has no input {i}")))?;
+        self.model
+            .graph()
+            .producer(name)
+            .ok_or_else(|| bad_node(node, format!("input `{name}` has no producer")))
+    }
+
+    /// The one initializer input of a binary node (e.g. the bias of an Add).
+    fn init_operand(&self, node: &Node) -> Result<Tensor<'m>, KokoroError> {
+        node.inputs
+            .iter()
+            .find_map(|i| self.model.initializer(i))
+            .ok_or_else(|| bad_node(node, "has no initializer operand"))
+    }
+
+    /// `MatMulInteger` `name`: int8 `[in, out]` weight, per-channel scale from
+    /// its `*_scales_mul`, zero points, and the bias of the following Add.
+    pub fn qlinear(&self, name: &str) -> Result<QLinear, KokoroError> {
+        let node = self.node_op(name, "MatMulInteger")?;
+        let wt = self.input_tensor(node, 1)?;
+        let dims = wt.shape();
+        let [k, n] = dims[..] else {
+            return Err(bad_tensor(
+                &wt,
+                format!("weight dims {dims:?}, expected [in, out]"),
+            ));
+        };
+        let weight = self.i8_vec(&wt)?;
+        let zp = self.input_tensor(node, 3)?;
+        let w_zero = self.i8_vec(&zp)?;
+        // Cast(int32 → f32) → Mul(output_scale_mul) with `<x_scale × w_scale>`.
+        let cast = self.next_op(node, "Cast")?;
+        let mul = self.next_op(cast, "Mul")?;
+        let scales_mul = mul
+            .inputs
+            .iter()
+            .filter_map(|i| self.model.graph().producer(i))
+            .find(|p| p.op_type == "Mul")
+            .ok_or_else(|| bad_node(mul, "no `*_scales_mul` producer among its inputs"))?;
+        let w_scale = self.f32s(&self.init_operand(scales_mul)?)?;
+        let bias = match self.next_op(mul, "Add") {
+            Ok(add) => match self.init_operand(add) {
+                Ok(b) if b.numel() == n => Some(self.f32s(&b)?),
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        QLinear::new(k, n, weight, w_scale, w_zero, bias).map_err(|e| match e {
+            KokoroError::Kernel(k) => bad_node(node, k.to_string()),
+            e => e,
+        })
+    }
+
+    /// `ConvInteger` `name`: uint8 `[out, in/g, k]` weight (input 1), per-tensor
+    /// scale from `<module>.bias_scale_node`, zero point, attributes, and the
+    /// float bias the graph floor-quantizes (if any).
+    pub fn qconv(&self, name: &str) -> Result<QConv, KokoroError> {
+        let node = self.node_op(name, "ConvInteger")?;
+        let wt = self.input_tensor(node, 1)?;
+        let dims = wt.shape();
+        let [c_out, cig, kernel] = dims[..] else {
+            return Err(bad_tensor(
+                &wt,
+                format!("weight dims {dims:?}, expected [out, in, k]"),
+            ));
+        };
+        let weight = self.u8_vec(&wt)?;
+        let zpt = self.input_tensor(node, 3)?;
+        let w_zero = *self
+            .u8_vec(&zpt)?
+            .first()
+            .ok_or_else(|| bad_tensor(&zpt, "empty zero point"))?;
+        let groups = node.attr_int("group").unwrap_or(1).max(1) as usize;
+        let pads = node.attr_ints("pads").unwrap_or(&[0, 0]);
+        let (pl, pr) = (
+            pads.first().copied().unwrap_or(0) as usize,
+            pads.get(1).copied().unwrap_or(0) as usize,
+        );
+        let stride = node
+            .attr_ints("strides")
+            .and_then(|s| s.first())
+            .copied()
+            .unwrap_or(1);
+        let dilation = node
+            .attr_ints("dilations")
+            .and_then(|s| s.first())
+            .copied()
+            .unwrap_or(1);
+        let params = Conv1dParams::new(cig * groups, c_out, kernel)
+            .stride(stride as usize)
+            .dilation(dilation as usize)
+            .padding(pl, pr)
+            .groups(groups);
+        // With a bias: Add(int32) → Cast → Mul(bias_scale); without: Cast → Mul.
+        let (bias, cast) = match self.next_op(node, "Add") {
+            Ok(add) => {
+                // Add ← Reshape ← Cast ← Floor ← Div(bias, bias_scale).
+                let reshape = add
+                    .inputs
+                    .iter()
+                    .filter_map(|i| self.model.graph().producer(i))
+                    .find(|p| p.op_type == "Reshape")
+                    .ok_or_else(|| bad_node(add, "bias add without a Reshape input"))?;
+                let cast_i = self.input_producer(reshape, 0)?;
+                let floor = self.input_producer(cast_i, 0)?;
+                let div = self.input_producer(floor, 0)?;
+                if floor.op_type != "Floor" || div.op_type != "Div" {
+                    return Err(bad_node(node, "bias is not quantized by Div → Floor"));
+                }
+                let b = self.input_tensor(div, 0)?;
+                (Some(self.f32s(&b)?), self.next_op(add, "Cast")?)
+            }
+            Err(_) => (None, self.next_op(node, "Cast")?),
+        };
+        let mul = self.next_op(cast, "Mul")?;
+        let scale_node = mul
+            .inputs
+            .iter()
+            .filter_map(|i| self.model.graph().producer(i))
+            .find(|p| p.op_type == "Mul")
+            .ok_or_else(|| bad_node(mul, "no bias_scale Mul among its inputs"))?;
+        let st = self.init_operand(scale_node)?;
+        let w_scale = *self
+            .f32s(&st)?
+            .first()
+            .ok_or_else(|| bad_tensor(&st, "empty scale"))?;
+        QConv::new(params, weight, w_scale, w_zero, bias).map_err(|e| match e {
+            KokoroError::Kernel(k) => bad_node(node, k.to_string()),
+            e => e,
+        })
+    }
+
+    /// Float `Conv` / `ConvTranspose` `name`: weight (input 1), bias (input 2), attributes.
+    pub fn float_conv(&self, name: &str) -> Result<FloatConv, KokoroError> {
+        let node = self.node(name)?;
+        if node.op_type != "Conv" && node.op_type != "ConvTranspose" {
+            return Err(bad_node(
+                node,
+                format!("is a {}, expected a float conv", node.op_type),
+            ));
+        }
+        let wt = self.input_tensor(node, 1)?;
+        let shape = wt.shape();
+        let [a, b, c] = shape[..] else {
+            return Err(bad_tensor(
+                &wt,
+                format!("weight dims {shape:?}, expected rank 3"),
+            ));
+        };
+        let bias = match node.inputs.get(2).filter(|s| !s.is_empty()) {
+            Some(_) => Some(self.f32s(&self.input_tensor(node, 2)?)?),
+            None => None,
+        };
+        let first = |attr: &str, dflt: i64| {
+            node.attr_ints(attr)
+                .and_then(|v| v.first())
+                .copied()
+                .unwrap_or(dflt)
+                .max(0) as usize
+        };
+        Ok(FloatConv {
+            dims: [a, b, c],
+            weight: self.f32s(&wt)?,
+            bias,
+            pad: first("pads", 0),
+            stride: first("strides", 1).max(1),
+            dilation: first("dilations", 1).max(1),
+            groups: node.attr_int("group").unwrap_or(1).max(1) as usize,
+            output_padding: first("output_padding", 0),
+        })
+    }
+
+    /// `LayerNormalization` (inputs 1, 2) or `SkipLayerNormalization` (inputs 2, 3) `name`.
+    pub fn layer_norm(&self, name: &str) -> Result<LayerNormParams, KokoroError> {
+        let node = self.node(name)?;
+        let (g, b) = match node.op_type.as_str() {
+            "LayerNormalization" => (1, 2),
+            "SkipLayerNormalization" => (2, 3),
+            op => return Err(bad_node(node, format!("is a {op}, expected a layer norm"))),
+        };
+        if node.op_type == "SkipLayerNormalization"
+            && node.inputs.get(4).is_some_and(|s| !s.is_empty())
+        {
+            return Err(bad_node(node, "has a bias input (not supported)"));
+        }
+        Ok(LayerNormParams {
+            gamma: self.f32s(&self.input_tensor(node, g)?)?,
+            beta: self.f32s(&self.input_tensor(node, b)?)?,
+            eps: node
+                .attr_float("epsilon")
+                .ok_or_else(|| bad_node(node, "has no epsilon"))?,
+        })
+    }
+
+    /// `Gather` `name` on an INT8 table, with its `DequantizeLinear` scale and zero point.
+    pub fn embedding(&self, name: &str) -> Result<QEmbedding, KokoroError> {
+        let node = self.node_op(name, "Gather")?;
+        let t = self.input_tensor(node, 0)?;
+        let shape = t.shape();
+        let [rows, dim] = shape[..] else {
+            return Err(bad_tensor(
+                &t,
+                format!("table dims {shape:?}, expected [rows, dim]"),
+            ));
+        };
+        let table = self.i8_vec(&t)?;
+        let dq = self.next_op(node, "DequantizeLinear")?;
+        let st = self.input_tensor(dq, 1)?;
+        let scale = *self
+            .f32s(&st)?
+            .first()
+            .ok_or_else(|| bad_tensor(&st, "empty scale"))?;
+        let zero_point = match dq.inputs.get(2).filter(|s| !s.is_empty()) {
+            Some(_) => {
+                let zt = self.input_tensor(dq, 2)?;
+                *self
+                    .i8_vec(&zt)?
+                    .first()
+                    .ok_or_else(|| bad_tensor(&zt, "empty zero point"))?
+            }
+            None => 0,
+        };
+        Ok(QEmbedding {
+            rows,
+            dim,
+            table,
+            scale,
+            zero_point,
+        })
+    }
+
+    /// `DynamicQuantizeLSTM` `name`: W `[2,in,4H]`, R `[2,H,4H]` int8 (gates iofc),
+    /// B `[2,8H]`, per-direction W/R scales and zero points (inputs 8..=11).
+    pub fn qlstm(&self, name: &str) -> Result<QLstm, KokoroError> {
+        let node = self.node_op(name, "DynamicQuantizeLSTM")?;
+        let hidden = node
+            .attr_int("hidden_size")
+            .ok_or_else(|| bad_node(node, "has no hidden_size"))? as usize;
+        let wt = self.input_tensor(node, 1)?;
+        let rt = self.input_tensor(node, 2)?;
+        let bt = self.input_tensor(node, 3)?;
+        let ws = wt.shape();
+        let [dirs, input, g4] = ws[..] else {
+            return Err(bad_tensor(
+                &wt,
+                format!("dims {ws:?}, expected [dirs, in, 4H]"),
+            ));
+        };
+        if g4 != 4 * hidden
+            || rt.shape() != [dirs, hidden, 4 * hidden]
+            || bt.shape() != [dirs, 8 * hidden]
+        {
+            return Err(bad_node(node, "W/R/B shapes disagree with hidden_size"));
+        }
+        let zp = |i: usize| -> Result<Vec<i8>, KokoroError> {
+            self.i8_vec(&self.input_tensor(node, i)?)
+        };
+        QLstm::new(
+            input,
+            hidden,
+            dirs,
+            self.i8_vec(&wt)?,
+            self.i8_vec(&rt)?,
+            self.f32s(&bt)?,
+            [
+                self.f32s(&self.input_tensor(node, 8)?)?,
+                self.f32s(&self.input_tensor(node, 10)?)?,
+            ],
+            [zp(9)?, zp(11)?],
+        )
+        .map_err(|e| match e {
+            KokoroError::Kernel(k) => bad_node(node, k.to_string()),
+            e => e,
+        })
+    }
+}

@@ -1,0 +1,8 @@
+//! Native Kokoro-82M inference reproducing the int8 ONNX export's arithmetic
+//! (`kokoro-v1.0.int8.onnx`; the graph is mapped in `GRAPH.md`).
+//!
+//! [`graph`] resolves nodes into typed weight bundles, [`quant`] runs them
+//! exactly as onnxruntime does.
+
+pub mod graph;
+pub mod quant;

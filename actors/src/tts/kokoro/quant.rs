@@ -1,0 +1,567 @@
+//! onnxruntime-exact int8 building blocks of Kokoro's export, on the kernels.
+//!
+//! * [`dynamic_quantize`]: `DynamicQuantizeLinear` (per tensor, u8,
+//!   round-half-to-even, range widened to include 0).
+//! * [`QLinear`]: `DynamicQuantizeLinear → MatMulInteger → Cast · (x_scale ·
+//!   w_scale[n]) + bias` on [`crate::kernels::matmul`].
+//! * [`QConv`]: `DynamicQuantizeLinear → ConvInteger → + Floor(bias /
+//!   bias_scale) (int32) → Cast · bias_scale` on [`crate::kernels::conv1d_int8`].
+//! * [`QLstm`]: com.microsoft `DynamicQuantizeLSTM` as onnxruntime runs it:
+//!   the whole input sequence is quantized once per tensor for the input GEMM,
+//!   and the previous hidden state `h` is quantized per step (per direction)
+//!   for the recurrent GEMM; each GEMM is dequantized with `x_scale · w_scale[dir]`,
+//!   the two are summed, then the (W + R) bias is added before the gates
+//!   (iofc order). Zero initial state.
+//!
+//! Each block has a readable `*_reference` beside the fast path.
+
+use voxlane_runtime::{Fork, LaneError};
+
+use super::graph::KokoroError;
+use crate::kernels::conv1d::Conv1dParams;
+use crate::kernels::conv1d_int8::{conv_integer_reference, Conv1dInt8, Conv1dInt8Workspace};
+use crate::kernels::cpu::simd_level;
+use crate::kernels::elementwise::fast_math::{sigmoid_inplace, tanh_inplace};
+use crate::kernels::matmul::{
+    matmul_ws, quantize_activations, transpose, ActivationQuant, IntWeights, MatmulWorkspace,
+    Weights,
+};
+use crate::kernels::KernelError;
+
+/// `DynamicQuantizeLinear` of `x` into `dst` (same length); returns scale and zero point.
+pub fn dynamic_quantize(x: &[f32], dst: &mut [u8]) -> Result<ActivationQuant, KernelError> {
+    quantize_activations(x, dst)
+}
+
+/// A one-thread [`Fork`]: runs every index in order on the caller.
+///
+/// Used inside a lane that already owns its share of the pool (e.g. one LSTM
+/// direction), where forking again per step would cost more than it gains.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Serial;
+
+impl Fork for Serial {
+    fn threads(&self) -> usize {
+        1
+    }
+
+    fn fork(&self, n: usize, f: &(dyn Fn(usize) + Sync)) -> Result<(), LaneError> {
+        (0..n).for_each(f);
+        Ok(())
+    }
+}
+
+/// A `MatMulInteger` layer: int8 weight `[k, n]`, per-output-channel scale and zero point, bias.
+#[derive(Debug, Clone)]
+pub struct QLinear {
+    /// Input features.
+    pub k: usize,
+    /// Output features.
+    pub n: usize,
+    /// Weight `[k, n]` as stored in ONNX.
+    pub weight: Vec<i8>,
+    /// Weight scale, `[n]` (or `[1]`).
+    pub w_scale: Vec<f32>,
+    /// Weight zero point, `[n]` (or `[1]`).
+    pub w_zero: Vec<i8>,
+    /// Float bias `[n]` of the following Add, if any.
+    pub bias: Option<Vec<f32>>,
+    packed: Weights,
+}
+
+fn per_channel<T: Copy>(v: &[T], i: usize) -> T {
+    if v.len() == 1 {
+        v[0]
+    } else {
+        v[i]
+    }
+}
+
+impl QLinear {
+    /// Bind (transpose to `[n, k]` and pack) a `MatMulInteger` weight.
+    pub fn new(
+        k: usize,
+        n: usize,
+        weight: Vec<i8>,
+        w_scale: Vec<f32>,
+        w_zero: Vec<i8>,
+        bias: Option<Vec<f32>>,
+    ) -> Result<Self, KokoroError> {
+        let wt = transpose(&weight, k, n)?;
+        let zps: Vec<i32> = w_zero.iter().map(|&z| i32::from(z)).collect();
+        let packed = Weights::int8(IntWeights::I8(&wt), n, k, &w_scale, &zps)?;
+        if let Some(b) = &bias {
+            crate::kernels::error::check_len("qlinear bias", n, b.len())?;
+        }
+        Ok(Self {
+            k,
+            n,
+            weight,
+            w_scale,
+            w_zero,
+            bias,
+            packed,
+        })
+    }
+
+    /// `out[m, n] = dequant(MatMulInteger(quant(x[m, k]), W)) + bias` (x quantized as one tensor).
+    pub fn forward(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        m: usize,
+        out: &mut [f32],
+        ws: &mut MatmulWorkspace,
+    ) -> Result<(), KokoroError> {
+        matmul_ws(
+            x,
+            m,
+            self.k,
+            &self.packed,
+            self.bias.as_deref(),
+            out,
+            ws,
+            pool,
+        )?;
+        Ok(())
+    }
+
+    /// Readable reference of [`QLinear::forward`].
+    pub fn forward_reference(&self, x: &[f32], m: usize) -> Result<Vec<f32>, KokoroError> {
+        let mut xq = vec![0u8; x.len()];
+        let aq = dynamic_quantize(x, &mut xq)?;
+        crate::kernels::error::check_len("qlinear input", m * self.k, x.len())?;
+        let mut out = vec![0.0f32; m * self.n];
+        for r in 0..m {
+            for c in 0..self.n {
+                let zw = i32::from(per_channel(&self.w_zero, c));
+                let mut acc = 0i32;
+                for i in 0..self.k {
+                    let a = i32::from(xq[r * self.k + i]) - i32::from(aq.zero_point);
+                    let w = i32::from(self.weight[i * self.n + c]) - zw;
+                    acc = acc.wrapping_add(a * w);
+                }
+                let v = acc as f32 * (aq.scale * per_channel(&self.w_scale, c));
+                out[r * self.n + c] = match &self.bias {
+                    Some(b) => v + b[c],
+                    None => v,
+                };
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A `ConvInteger` layer: uint8 weight `[c_out, c_in/g, k]`, per-tensor scale and zero
+/// point, and a float bias the graph floor-quantizes with `x_scale · w_scale`.
+#[derive(Debug, Clone)]
+pub struct QConv {
+    /// Shape and attributes.
+    pub params: Conv1dParams,
+    /// Weight as stored.
+    pub weight: Vec<u8>,
+    /// Weight scale.
+    pub w_scale: f32,
+    /// Weight zero point.
+    pub w_zero: u8,
+    /// Float bias `[c_out]`, if any.
+    pub bias: Option<Vec<f32>>,
+    conv: Conv1dInt8,
+}
+
+/// Scratch for [`QConv::forward`]; one can serve any number of convs.
+#[derive(Debug, Default, Clone)]
+pub struct QConvWorkspace {
+    xq: Vec<u8>,
+    acc: Vec<i32>,
+    conv: Conv1dInt8Workspace,
+}
+
+impl QConvWorkspace {
+    /// Grow so `conv` runs on inputs of up to `max_t_in` frames without allocating.
+    pub fn reserve(&mut self, conv: &QConv, max_t_in: usize) -> Result<(), KokoroError> {
+        let p = &conv.params;
+        grow(&mut self.xq, p.c_in * max_t_in);
+        grow(&mut self.acc, p.c_out * p.out_len(max_t_in)?);
+        self.conv.reserve(&conv.conv, max_t_in)?;
+        Ok(())
+    }
+}
+
+fn grow<T: Copy + Default>(v: &mut Vec<T>, n: usize) {
+    if v.len() < n {
+        v.resize(n, T::default());
+    }
+}
+
+impl QConv {
+    /// Bind a `ConvInteger` weight.
+    pub fn new(
+        params: Conv1dParams,
+        weight: Vec<u8>,
+        w_scale: f32,
+        w_zero: u8,
+        bias: Option<Vec<f32>>,
+    ) -> Result<Self, KokoroError> {
+        if let Some(b) = &bias {
+            crate::kernels::error::check_len("qconv bias", params.c_out, b.len())?;
+        }
+        let conv = Conv1dInt8::new(
+            params,
+            IntWeights::U8(&weight),
+            &[w_scale],
+            &[i32::from(w_zero)],
+            None,
+        )?;
+        Ok(Self {
+            params,
+            weight,
+            w_scale,
+            w_zero,
+            bias,
+            conv,
+        })
+    }
+
+    /// Output frames for `t_in` input frames.
+    pub fn out_len(&self, t_in: usize) -> Result<usize, KokoroError> {
+        Ok(self.params.out_len(t_in)?)
+    }
+
+    /// `out[c_out, t_out]` from `x[c_in, t_in]` exactly as the export computes it.
+    pub fn forward(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t_in: usize,
+        out: &mut [f32],
+        ws: &mut QConvWorkspace,
+    ) -> Result<(), KokoroError> {
+        let p = &self.params;
+        let n = p.c_in * t_in;
+        crate::kernels::error::check_len("qconv input", n, x.len())?;
+        let t_out = p.out_len(t_in)?;
+        crate::kernels::error::check_len("qconv output", p.c_out * t_out, out.len())?;
+        grow(&mut ws.xq, n);
+        grow(&mut ws.acc, p.c_out * t_out);
+        let aq = dynamic_quantize(x, &mut ws.xq[..n])?;
+        let acc = &mut ws.acc[..p.c_out * t_out];
+        self.conv
+            .conv_integer(pool, &ws.xq[..n], aq.zero_point, t_in, acc, &mut ws.conv)?;
+        self.dequantize(aq.scale, acc, t_out, out);
+        Ok(())
+    }
+
+    /// `Cast(acc + Floor(bias / s)) · s` with `s = x_scale · w_scale`.
+    fn dequantize(&self, x_scale: f32, acc: &[i32], t_out: usize, out: &mut [f32]) {
+        let s = x_scale * self.w_scale;
+        for (co, (o, a)) in out
+            .chunks_exact_mut(t_out.max(1))
+            .zip(acc.chunks_exact(t_out.max(1)))
+            .enumerate()
+        {
+            // ONNX Cast float → int32 of an already floored value is exact.
+            let bq = self.bias.as_ref().map_or(0, |b| (b[co] / s).floor() as i32);
+            for (o, &a) in o.iter_mut().zip(a) {
+                *o = a.wrapping_add(bq) as f32 * s;
+            }
+        }
+    }
+
+    /// Readable reference of [`QConv::forward`]; returns `[c_out, t_out]`.
+    pub fn forward_reference(&self, x: &[f32], t_in: usize) -> Result<Vec<f32>, KokoroError> {
+        let mut xq = vec![0u8; x.len()];
+        let aq = dynamic_quantize(x, &mut xq)?;
+        let acc = conv_integer_reference(
+            &self.params,
+            IntWeights::U8(&self.weight),
+            &[i32::from(self.w_zero)],
+            &xq,
+            aq.zero_point,
+            t_in,
+        )?;
+        let t_out = self.params.out_len(t_in)?;
+        let mut out = vec![0.0f32; acc.len()];
+        self.dequantize(aq.scale, &acc, t_out, &mut out);
+        Ok(out)
+    }
+}
+
+/// A bidirectional (or forward) `DynamicQuantizeLSTM`.
+#[derive(Debug, Clone)]
+pub struct QLstm {
+    /// Input features.
+    pub input: usize,
+    /// Hidden size H.
+    pub hidden: usize,
+    /// Directions (1 or 2).
+    pub dirs: usize,
+    /// W `[dirs, input, 4H]`, gates iofc.
+    pub w: Vec<i8>,
+    /// R `[dirs, H, 4H]`, gates iofc.
+    pub r: Vec<i8>,
+    /// B `[dirs, 8H]`: W bias (iofc) then R bias (iofc).
+    pub b: Vec<f32>,
+    /// Per-direction scales of W and R.
+    pub scales: [Vec<f32>; 2],
+    /// Per-direction zero points of W and R.
+    pub zeros: [Vec<i8>; 2],
+    /// Input projection of all directions: `[dirs·4H, input]` packed.
+    w_packed: Weights,
+    /// Recurrent weights per direction: `[4H, H]` packed.
+    r_packed: Vec<Weights>,
+    /// `Wb + Rb` per direction `[dirs, 4H]`.
+    bias: Vec<f32>,
+}
+
+/// Scratch of one direction.
+#[derive(Debug, Default, Clone)]
+struct DirScratch {
+    /// Hidden states `[t, H]`.
+    hs: Vec<f32>,
+    gates: Vec<f32>,
+    rec: Vec<f32>,
+    h: Vec<f32>,
+    c: Vec<f32>,
+    tanh_c: Vec<f32>,
+    mm: MatmulWorkspace,
+}
+
+/// Scratch for [`QLstm::forward`].
+#[derive(Debug, Default, Clone)]
+pub struct QLstmWorkspace {
+    xproj: Vec<f32>,
+    xmm: MatmulWorkspace,
+    dirs: Vec<DirScratch>,
+}
+
+impl QLstmWorkspace {
+    /// Grow for sequences of up to `max_t` steps.
+    pub fn reserve(&mut self, lstm: &QLstm, max_t: usize) {
+        let g = 4 * lstm.hidden;
+        grow(&mut self.xproj, max_t * lstm.dirs * g);
+        self.xmm = MatmulWorkspace::new(max_t, lstm.input);
+        self.dirs.resize_with(lstm.dirs, DirScratch::default);
+        for d in &mut self.dirs {
+            grow(&mut d.hs, max_t * lstm.hidden);
+            grow(&mut d.gates, g);
+            grow(&mut d.rec, g);
+            grow(&mut d.h, lstm.hidden);
+            grow(&mut d.c, lstm.hidden);
+            grow(&mut d.tanh_c, lstm.hidden);
+            d.mm = MatmulWorkspace::new(1, lstm.hidden);
+        }
+    }
+}
+
+impl QLstm {
+    /// Bind a `DynamicQuantizeLSTM` (weights as stored in the export).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        input: usize,
+        hidden: usize,
+        dirs: usize,
+        w: Vec<i8>,
+        r: Vec<i8>,
+        b: Vec<f32>,
+        scales: [Vec<f32>; 2],
+        zeros: [Vec<i8>; 2],
+    ) -> Result<Self, KokoroError> {
+        use crate::kernels::error::check_len;
+        let g = 4 * hidden;
+        check_len("qlstm W", dirs * input * g, w.len())?;
+        check_len("qlstm R", dirs * hidden * g, r.len())?;
+        check_len("qlstm B", dirs * 2 * g, b.len())?;
+        for v in &scales {
+            check_len("qlstm scales", dirs, v.len())?;
+        }
+        for v in &zeros {
+            check_len("qlstm zero points", dirs, v.len())?;
+        }
+        let mut wt = Vec::with_capacity(w.len());
+        let mut w_sc = Vec::with_capacity(dirs * g);
+        let mut w_zp = Vec::with_capacity(dirs * g);
+        let mut r_packed = Vec::with_capacity(dirs);
+        let mut bias = Vec::with_capacity(dirs * g);
+        for d in 0..dirs {
+            wt.extend(transpose(&w[d * input * g..(d + 1) * input * g], input, g)?);
+            w_sc.extend(std::iter::repeat_n(scales[0][d], g));
+            w_zp.extend(std::iter::repeat_n(i32::from(zeros[0][d]), g));
+            let rt = transpose(&r[d * hidden * g..(d + 1) * hidden * g], hidden, g)?;
+            r_packed.push(Weights::int8(
+                IntWeights::I8(&rt),
+                g,
+                hidden,
+                &[scales[1][d]],
+                &[i32::from(zeros[1][d])],
+            )?);
+            let bd = &b[d * 2 * g..(d + 1) * 2 * g];
+            bias.extend((0..g).map(|j| bd[j] + bd[g + j]));
+        }
+        let w_packed = Weights::int8(IntWeights::I8(&wt), dirs * g, input, &w_sc, &w_zp)?;
+        Ok(Self {
+            input,
+            hidden,
+            dirs,
+            w,
+            r,
+            b,
+            scales,
+            zeros,
+            w_packed,
+            r_packed,
+            bias,
+        })
+    }
+
+    /// A workspace for sequences of up to `max_t` steps.
+    pub fn workspace(&self, max_t: usize) -> QLstmWorkspace {
+        let mut ws = QLstmWorkspace::default();
+        ws.reserve(self, max_t);
+        ws
+    }
+
+    /// `out[t, dirs·H]` (forward ‖ backward) from `x[t, input]`, zero initial state.
+    /// Directions run on separate lanes; the result does not depend on the budget.
+    pub fn forward(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t: usize,
+        out: &mut [f32],
+        ws: &mut QLstmWorkspace,
+    ) -> Result<(), KokoroError> {
+        use crate::kernels::error::check_len;
+        let (h, g) = (self.hidden, 4 * self.hidden);
+        check_len("qlstm input", t * self.input, x.len())?;
+        check_len("qlstm output", t * self.dirs * h, out.len())?;
+        if t == 0 {
+            return Ok(());
+        }
+        if ws.dirs.len() != self.dirs || ws.xproj.len() < t * self.dirs * g {
+            ws.reserve(self, t);
+        }
+        let n = self.dirs * g;
+        let xproj = &mut ws.xproj[..t * n];
+        matmul_ws(
+            x,
+            t,
+            self.input,
+            &self.w_packed,
+            None,
+            xproj,
+            &mut ws.xmm,
+            pool,
+        )?;
+        let xproj: &[f32] = xproj;
+        let failed = std::sync::Mutex::new(None);
+        pool.for_each_chunk_mut(&mut ws.dirs, 1, |d, st| {
+            if let Err(e) = self.run_direction(d, xproj, t, &mut st[0]) {
+                if let Ok(mut f) = failed.lock() {
+                    *f = Some(e);
+                }
+            }
+        })?;
+        if let Some(e) = failed.into_inner().ok().flatten() {
+            return Err(e);
+        }
+        for (d, st) in ws.dirs.iter().enumerate() {
+            for s in 0..t {
+                out[s * self.dirs * h + d * h..][..h].copy_from_slice(&st.hs[s * h..(s + 1) * h]);
+            }
+        }
+        Ok(())
+    }
+
+    fn run_direction(
+        &self,
+        d: usize,
+        xproj: &[f32],
+        t: usize,
+        st: &mut DirScratch,
+    ) -> Result<(), KokoroError> {
+        let (h, g) = (self.hidden, 4 * self.hidden);
+        let n = self.dirs * g;
+        let level = simd_level();
+        let bias = &self.bias[d * g..(d + 1) * g];
+        st.h[..h].fill(0.0);
+        st.c[..h].fill(0.0);
+        for step in 0..t {
+            let s = if d == 0 { step } else { t - 1 - step };
+            // Recurrent GEMM: h quantized per step as one tensor.
+            matmul_ws(
+                &st.h[..h],
+                1,
+                h,
+                &self.r_packed[d],
+                None,
+                &mut st.rec[..g],
+                &mut st.mm,
+                &Serial,
+            )?;
+            let gates = &mut st.gates[..g];
+            let xp = &xproj[s * n + d * g..s * n + (d + 1) * g];
+            for j in 0..g {
+                gates[j] = (st.rec[j] + xp[j]) + bias[j];
+            }
+            sigmoid_inplace(level, &mut gates[..3 * h]);
+            tanh_inplace(level, &mut gates[3 * h..]);
+            let (i_g, rest) = gates.split_at(h);
+            let (o_g, rest) = rest.split_at(h);
+            let (f_g, c_g) = rest.split_at(h);
+            for j in 0..h {
+                st.c[j] = st.c[j] * f_g[j] + i_g[j] * c_g[j];
+            }
+            st.tanh_c[..h].copy_from_slice(&st.c[..h]);
+            tanh_inplace(level, &mut st.tanh_c[..h]);
+            for j in 0..h {
+                st.h[j] = o_g[j] * st.tanh_c[j];
+            }
+            st.hs[s * h..(s + 1) * h].copy_from_slice(&st.h[..h]);
+        }
+        Ok(())
+    }
+
+    /// Readable reference of [`QLstm::forward`] (exact `exp`-based gates).
+    pub fn forward_reference(&self, x: &[f32], t: usize) -> Result<Vec<f32>, KokoroError> {
+        let (h, g, k) = (self.hidden, 4 * self.hidden, self.input);
+        let mut xq = vec![0u8; x.len()];
+        let ax = dynamic_quantize(x, &mut xq)?;
+        let mut out = vec![0.0f32; t * self.dirs * h];
+        let sig = |v: f32| 1.0 / (1.0 + (-v).exp());
+        for d in 0..self.dirs {
+            let (wd, rd) = (&self.w[d * k * g..], &self.r[d * h * g..]);
+            let (zw, zr) = (i32::from(self.zeros[0][d]), i32::from(self.zeros[1][d]));
+            let (mut hs, mut cs) = (vec![0.0f32; h], vec![0.0f32; h]);
+            let mut hq = vec![0u8; h];
+            for step in 0..t {
+                let s = if d == 0 { step } else { t - 1 - step };
+                let ah = dynamic_quantize(&hs, &mut hq)?;
+                let mut gates = vec![0.0f32; g];
+                for (j, gate) in gates.iter_mut().enumerate() {
+                    let mut ax_acc = 0i32;
+                    for i in 0..k {
+                        let a = i32::from(xq[s * k + i]) - i32::from(ax.zero_point);
+                        ax_acc += a * (i32::from(wd[i * g + j]) - zw);
+                    }
+                    let mut ah_acc = 0i32;
+                    for i in 0..h {
+                        let a = i32::from(hq[i]) - i32::from(ah.zero_point);
+                        ah_acc += a * (i32::from(rd[i * g + j]) - zr);
+                    }
+                    let xp = ax_acc as f32 * (ax.scale * self.scales[0][d]);
+                    let hp = ah_acc as f32 * (ah.scale * self.scales[1][d]);
+                    *gate = (hp + xp) + self.bias[d * g + j];
+                }
+                for j in 0..h {
+                    let (i_g, o_g) = (sig(gates[j]), sig(gates[h + j]));
+                    let (f_g, c_g) = (sig(gates[2 * h + j]), gates[3 * h + j].tanh());
+                    cs[j] = cs[j] * f_g + i_g * c_g;
+                    hs[j] = o_g * cs[j].tanh();
+                }
+                out[s * self.dirs * h + d * h..][..h].copy_from_slice(&hs);
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,3 @@
+//! Text-to-speech models.
+
+pub mod kokoro;
