@@ -1,0 +1,135 @@
+//! Packing phonemized clauses into model calls of at most `max` symbols.
+//!
+//! Whole sentences are packed first; a sentence longer than `max` is packed
+//! by clauses, a clause longer than `max` by words, and only a single word
+//! longer than `max` is cut mid-word. Pieces are joined by one space.
+
+/// Chunks of at most `max` characters (each phoneme character is one token
+/// id once unknown characters are gone) from sentences of clause strings.
+pub fn chunk(sentences: &[Vec<String>], max: usize) -> Vec<String> {
+    let mut packer = Packer {
+        max: max.max(1),
+        chunks: Vec::new(),
+        current: String::new(),
+        len: 0,
+    };
+    for sentence in sentences {
+        let clauses: Vec<&str> = sentence
+            .iter()
+            .map(|c| c.trim())
+            .filter(|c| !c.is_empty())
+            .collect();
+        let whole = clauses.join(" ");
+        if whole.chars().count() <= packer.max {
+            packer.push(&whole);
+            continue;
+        }
+        for clause in clauses {
+            if clause.chars().count() <= packer.max {
+                packer.push(clause);
+                continue;
+            }
+            for word in clause.split(' ').filter(|w| !w.is_empty()) {
+                for piece in cut(word, packer.max) {
+                    packer.push(&piece);
+                }
+            }
+        }
+    }
+    packer.finish()
+}
+
+/// Greedy packing of pieces (each at most `max` long) into chunks.
+struct Packer {
+    max: usize,
+    chunks: Vec<String>,
+    current: String,
+    /// Characters in `current`.
+    len: usize,
+}
+
+impl Packer {
+    /// Append `piece` to the current chunk, or start a new one when it does not fit.
+    fn push(&mut self, piece: &str) {
+        let n = piece.chars().count();
+        if n == 0 {
+            return;
+        }
+        let needed = if self.len == 0 { n } else { self.len + 1 + n };
+        if needed > self.max {
+            if self.len > 0 {
+                self.chunks.push(std::mem::take(&mut self.current));
+            }
+            self.current = piece.to_string();
+            self.len = n;
+        } else {
+            if self.len > 0 {
+                self.current.push(' ');
+            }
+            self.current.push_str(piece);
+            self.len = needed;
+        }
+    }
+
+    fn finish(mut self) -> Vec<String> {
+        if self.len > 0 {
+            self.chunks.push(self.current);
+        }
+        self.chunks
+    }
+}
+
+/// `word` cut into pieces of at most `max` characters.
+fn cut(word: &str, max: usize) -> Vec<String> {
+    let chars: Vec<char> = word.chars().collect();
+    chars.chunks(max).map(|c| c.iter().collect()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(clauses: &[&str]) -> Vec<String> {
+        clauses.iter().map(|c| c.to_string()).collect()
+    }
+
+    #[test]
+    fn packs_sentences_then_clauses_then_words() {
+        let sentences = vec![s(&["ab,", "cd."]), s(&["efgh."]), s(&["ij."])];
+        // Everything fits: one chunk.
+        assert_eq!(chunk(&sentences, 100), vec!["ab, cd. efgh. ij."]);
+        // Sentence boundaries are preferred.
+        assert_eq!(chunk(&sentences, 8), vec!["ab, cd.", "efgh.", "ij."]);
+        assert_eq!(chunk(&sentences, 11), vec!["ab, cd.", "efgh. ij."]);
+        // A sentence longer than max is split at its clauses.
+        assert_eq!(chunk(&sentences, 5), vec!["ab,", "cd.", "efgh.", "ij."]);
+        // A clause longer than max at its words, a word longer than max mid-word.
+        assert_eq!(chunk(&[s(&["aa bb cc,"])], 5), vec!["aa bb", "cc,"]);
+        assert_eq!(chunk(&[s(&["abcdefg"])], 3), vec!["abc", "def", "g"]);
+        assert!(chunk(&[s(&["", " "])], 3).is_empty());
+    }
+
+    #[test]
+    fn never_exceeds_max() {
+        let words: Vec<String> = (0..400)
+            .map(|i| format!("w{}", "x".repeat(i % 13)))
+            .collect();
+        let sentences: Vec<Vec<String>> =
+            words.chunks(7).map(|w| vec![w.join(" ") + "."]).collect();
+        for max in [1, 5, 17, 510] {
+            let chunks = chunk(&sentences, max);
+            assert!(chunks
+                .iter()
+                .all(|c| (1..=max).contains(&c.chars().count())));
+            // Nothing lost but the spaces at cuts.
+            let joined: String = chunks.concat().chars().filter(|c| *c != ' ').collect();
+            let all: String = sentences
+                .concat()
+                .concat()
+                .chars()
+                .filter(|c| *c != ' ')
+                .collect();
+            assert_eq!(joined, all, "max {max}");
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Kokoro's text frontend: text → normalised text → sentences and clauses →
+//! IPA phonemes (espeak-ng en-us) → token ids, in chunks the model accepts.
+//!
+//! ```text
+//! normalize ─► split ─► Phonemizer (espeak-ng) ─► Vocab ─► chunk ─► [0, ids…, 0]
+//! ```
+//!
+//! Kokoro takes at most [`MAX_IDS`] ids per call (its position table has 512
+//! rows, two of them for the 0 padding), so long text becomes several
+//! [`Chunk`]s, cut at sentence boundaries where possible.
+
+pub mod chunk;
+pub mod error;
+pub mod espeak;
+pub mod normalize;
+pub mod numbers;
+pub mod split;
+pub mod vocab;
+
+pub use error::FrontendError;
+pub use espeak::{EspeakNg, Phonemizer};
+pub use normalize::normalize;
+pub use split::{split, Clause, Sentence};
+pub use vocab::Vocab;
+
+use std::collections::BTreeSet;
+
+/// Most ids in one model call, padding excluded.
+pub const MAX_IDS: usize = 510;
+
+/// The padding token placed at both ends of every chunk.
+pub const PAD: i64 = 0;
+
+/// What happens to clause punctuation (`, ; : — … . ! ?`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Punctuation {
+    /// Kept after its clause's phonemes, as kokoro (misaki) and kokoro-onnx
+    /// do: `həlˈoʊ, wˈɜːld.`; the model pauses on it.
+    #[default]
+    Keep,
+    /// Dropped, clauses joined by a space: exactly what
+    /// `espeak-ng -q --ipa -v en-us` prints, the fixtures' convention.
+    Drop,
+}
+
+/// One model call's input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// The phonemes of this chunk (only vocab characters).
+    pub phonemes: String,
+    /// Token ids, padded: `[0, ids…, 0]`.
+    pub tokens: Vec<i64>,
+}
+
+impl Chunk {
+    /// Number of ids without the padding.
+    pub fn len_unpadded(&self) -> usize {
+        self.tokens.len().saturating_sub(2)
+    }
+
+    /// The voice-pack row the style comes from: `len(ids) - 1`.
+    pub fn style_row(&self) -> usize {
+        self.len_unpadded().saturating_sub(1)
+    }
+}
+
+/// The frontend's result for one text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tokenized {
+    /// The text after normalisation.
+    pub normalized: String,
+    /// The model calls, in order; never empty.
+    pub chunks: Vec<Chunk>,
+    /// Phoneme characters that are not in the vocab and were dropped, sorted.
+    pub dropped: Vec<char>,
+}
+
+/// Text → token chunks, with a vocab and a [`Phonemizer`].
+#[derive(Debug, Clone)]
+pub struct Frontend<P = EspeakNg> {
+    vocab: Vocab,
+    phonemizer: P,
+    punctuation: Punctuation,
+    max_ids: usize,
+}
+
+impl Frontend<EspeakNg> {
+    /// A frontend on `espeak-ng` en-us, keeping punctuation, chunks of [`MAX_IDS`].
+    pub fn new(vocab: Vocab) -> Self {
+        Self::with_phonemizer(vocab, EspeakNg::new())
+    }
+}
+
+impl<P: Phonemizer> Frontend<P> {
+    /// A frontend on another phonemizer.
+    pub fn with_phonemizer(vocab: Vocab, phonemizer: P) -> Self {
+        Self {
+            vocab,
+            phonemizer,
+            punctuation: Punctuation::default(),
+            max_ids: MAX_IDS,
+        }
+    }
+
+    /// Choose what happens to clause punctuation.
+    pub fn punctuation(mut self, punctuation: Punctuation) -> Self {
+        self.punctuation = punctuation;
+        self
+    }
+
+    /// Cap ids per chunk (clamped to `1..=MAX_IDS`).
+    pub fn max_ids(mut self, max_ids: usize) -> Self {
+        self.max_ids = max_ids.clamp(1, MAX_IDS);
+        self
+    }
+
+    /// The phonemizer in use.
+    pub fn phonemizer(&self) -> &P {
+        &self.phonemizer
+    }
+
+    /// The vocab in use.
+    pub fn vocab(&self) -> &Vocab {
+        &self.vocab
+    }
+
+    /// Normalise, split, phonemize, map through the vocab and chunk `text`.
+    pub fn tokenize(&self, text: &str) -> Result<Tokenized, FrontendError> {
+        let normalized = normalize(text);
+        let sentences = split(&normalized);
+        if sentences.is_empty() {
+            return Err(FrontendError::EmptyText);
+        }
+        let clause_texts: Vec<&str> = sentences
+            .iter()
+            .flat_map(|s| s.clauses.iter().map(|c| c.text.as_str()))
+            .collect();
+        let phonemes = self.phonemizer.phonemize(&clause_texts)?;
+        let mut dropped = BTreeSet::new();
+        let mut next = phonemes.into_iter();
+        let mut phonemized: Vec<Vec<String>> = Vec::with_capacity(sentences.len());
+        for sentence in &sentences {
+            let mut clauses = Vec::with_capacity(sentence.clauses.len());
+            for clause in &sentence.clauses {
+                let ipa = next.next().unwrap_or_default();
+                let known = self.vocab.keep_known(&ipa, &mut dropped);
+                let mut kept = known.trim().to_string();
+                if kept.is_empty() {
+                    continue;
+                }
+                if let (Punctuation::Keep, Some(p)) = (self.punctuation, clause.punct) {
+                    if self.vocab.id(p).is_some() {
+                        kept.push(p);
+                    }
+                }
+                clauses.push(kept);
+            }
+            if !clauses.is_empty() {
+                phonemized.push(clauses);
+            }
+        }
+        let chunks: Vec<Chunk> = chunk::chunk(&phonemized, self.max_ids)
+            .into_iter()
+            .map(|phonemes| {
+                let mut tokens = Vec::with_capacity(phonemes.len() + 2);
+                tokens.push(PAD);
+                tokens.extend(self.vocab.encode(&phonemes));
+                tokens.push(PAD);
+                Chunk { phonemes, tokens }
+            })
+            .collect();
+        if chunks.is_empty() {
+            return Err(FrontendError::NoPhonemes { text: normalized });
+        }
+        Ok(Tokenized {
+            normalized,
+            chunks,
+            dropped: dropped.into_iter().collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,108 @@
+//! Frontend tests on a stand-in phonemizer (letters are their own phonemes);
+//! the espeak-ng fixture tests live in `tests/tests/tts_frontend.rs`.
+
+use super::*;
+use std::cell::RefCell;
+use std::path::Path;
+
+/// Lowercases letters; records what it was asked.
+#[derive(Default)]
+struct Letters {
+    seen: RefCell<Vec<String>>,
+}
+
+impl Phonemizer for Letters {
+    fn phonemize(&self, clauses: &[&str]) -> Result<Vec<String>, FrontendError> {
+        self.seen
+            .borrow_mut()
+            .extend(clauses.iter().map(|c| c.to_string()));
+        Ok(clauses.iter().map(|c| c.to_lowercase()).collect())
+    }
+}
+
+fn vocab() -> Vocab {
+    let mut entries = vec![
+        r#"" ": 16"#.to_string(),
+        r#"",": 3"#.into(),
+        r#"".": 4"#.into(),
+    ];
+    entries.extend(('a'..='z').map(|c| format!(r#""{c}": {}"#, 43 + (c as u32 - 'a' as u32))));
+    let json = format!(r#"{{"vocab": {{{}}}}}"#, entries.join(", "));
+    Vocab::from_json(&json, Path::new("test-vocab.json")).unwrap()
+}
+
+fn frontend() -> Frontend<Letters> {
+    Frontend::with_phonemizer(vocab(), Letters::default())
+}
+
+#[test]
+fn pads_and_keeps_punctuation() {
+    let t = frontend().tokenize("Hi, you!").unwrap();
+    assert_eq!(t.chunks.len(), 1);
+    // "!" is not in this vocab, so only the comma survives.
+    assert_eq!(t.chunks[0].phonemes, "hi, you");
+    let v = vocab();
+    let mut expected = vec![PAD];
+    expected.extend(v.encode("hi, you"));
+    expected.push(PAD);
+    assert_eq!(t.chunks[0].tokens, expected);
+    assert_eq!(t.chunks[0].style_row(), "hi, you".len() - 1);
+    let t = frontend()
+        .punctuation(Punctuation::Drop)
+        .tokenize("Hi, you.")
+        .unwrap();
+    assert_eq!(t.chunks[0].phonemes, "hi you");
+}
+
+#[test]
+fn reports_dropped_characters() {
+    let t = frontend().tokenize("Héllo wörld").unwrap();
+    assert_eq!(t.chunks[0].phonemes, "hllo wrld");
+    assert_eq!(t.dropped, vec!['é', 'ö']);
+}
+
+#[test]
+fn typed_errors() {
+    assert!(matches!(
+        frontend().tokenize("  \n\t "),
+        Err(FrontendError::EmptyText)
+    ));
+    assert!(matches!(
+        frontend().tokenize("... ,!"),
+        Err(FrontendError::EmptyText)
+    ));
+    let e = frontend().tokenize("日本語").unwrap_err();
+    assert!(matches!(e, FrontendError::NoPhonemes { .. }), "{e}");
+    let e = Vocab::from_json("{}", Path::new("v.json")).unwrap_err();
+    assert!(matches!(e, FrontendError::VocabFormat { .. }), "{e}");
+    let e = Vocab::load("/nonexistent/vocab.json").unwrap_err();
+    assert!(matches!(e, FrontendError::VocabIo { .. }), "{e}");
+}
+
+#[test]
+fn phonemizer_sees_normalised_clauses() {
+    let f = frontend();
+    f.tokenize("Dr. Smith has 2 cats, 1 dog.").unwrap();
+    assert_eq!(
+        *f.phonemizer().seen.borrow(),
+        vec!["Doctor Smith has two cats", "one dog"]
+    );
+}
+
+#[test]
+fn long_text_chunks_at_sentences_within_the_limit() {
+    let sentence = "the quick brown fox jumps over the lazy dog.";
+    let text = vec![sentence; 40].join(" ");
+    let t = frontend().tokenize(&text).unwrap();
+    assert!(t.chunks.len() > 1);
+    for c in &t.chunks {
+        assert!(c.len_unpadded() <= MAX_IDS, "{}", c.len_unpadded());
+        assert_eq!((c.tokens[0], *c.tokens.last().unwrap()), (PAD, PAD));
+        assert!(c.tokens[1..c.tokens.len() - 1].iter().all(|&t| t > 0));
+        // Cut between sentences: each chunk ends one.
+        assert!(c.phonemes.ends_with('.'), "{}", c.phonemes);
+    }
+    let small = frontend().max_ids(50).tokenize(&text).unwrap();
+    assert_eq!(small.chunks.len(), 40);
+    assert!(small.chunks.iter().all(|c| c.len_unpadded() <= 50));
+}
