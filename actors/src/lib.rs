@@ -3,4 +3,5 @@
 //! that guard them live in `voxlane-machines`.
 
 pub mod kernels;
+pub mod speech;
 pub mod tts;

@@ -1,0 +1,22 @@
+//! Kyutai Mimi neural audio codec (24 kHz ⇄ 12.5 Hz × K codes), token-exact
+//! with PyTorch `moshi` 0.2.13: batch and streaming encode/decode.
+//!
+//! Layout: [`config`] (JSON + official defaults), [`weights`] (expected
+//! tensor list, validated loading), [`conv`] (causal convs with moshi
+//! streaming semantics), [`seanet`], [`transformer`], [`resample`],
+//! [`quantizer`], and [`model`] (the pipeline and streaming sessions).
+
+pub mod config;
+pub mod conv;
+pub mod error;
+pub mod model;
+pub mod quantizer;
+pub mod resample;
+pub mod seanet;
+pub mod transformer;
+pub mod weights;
+
+pub use config::MimiConfig;
+pub use error::MimiError;
+pub use model::{Codes, DecoderState, EncoderState, MimiDecoder, MimiEncoder, MimiModel};
+pub use weights::MimiWeights;

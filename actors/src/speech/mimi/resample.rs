@@ -1,0 +1,22 @@
+//! Learnt conv resampling between the encoder rate (25 Hz) and the code rate
+//! (12.5 Hz): moshi `ConvDownsample1d(learnt=True)` is a causal stride-`s`
+//! conv of kernel `2s` without bias whose history starts as the first sample
+//! repeated (`pad_mode="replicate"`); `ConvTrUpsample1d` is a causal
+//! channel-wise (`groups = dim`, moshi's `upsample_channel_wise_bug`)
+//! transposed conv of kernel `2s` without bias.
+
+use super::conv::{CausalConv, CausalConvTr};
+use super::error::MimiError;
+use super::weights::MimiWeights;
+
+/// The downsampling conv `downsample.conv.conv.conv.weight` `[dim, dim, 2s]`.
+pub fn downsample(dim: usize, stride: usize, w: &mut MimiWeights) -> Result<CausalConv, MimiError> {
+    let weight = w.take("downsample.conv.conv.conv.weight")?;
+    CausalConv::new(dim, dim, 2 * stride, stride, 1, 1, &weight, None, true)
+}
+
+/// The upsampling transposed conv `upsample.convtr.convtr.convtr.weight` `[dim, 1, 2s]`.
+pub fn upsample(dim: usize, stride: usize, w: &mut MimiWeights) -> Result<CausalConvTr, MimiError> {
+    let weight = w.take("upsample.convtr.convtr.convtr.weight")?;
+    CausalConvTr::new(dim, dim, 2 * stride, stride, dim, &weight, None)
+}

@@ -1,0 +1,491 @@
+//! SEANet encoder and decoder (moshi `modules/seanet.py`): causal convs,
+//! ELU, residual blocks with `dim / compress` hidden channels and an identity
+//! (`true_skip`) or 1×1 conv shortcut, strided convs down / transposed convs up.
+//!
+//! [`layout`] lists the blocks with their official tensor names; the weight
+//! check and the model build both read it, so they cannot disagree.
+
+use super::config::SeanetConfig;
+use super::conv::{CausalConv, CausalConvTr, ConvHistory, ConvScratch};
+use super::error::MimiError;
+use super::weights::MimiWeights;
+use crate::kernels::cpu::simd_level;
+use crate::kernels::elementwise::activations::elu;
+use voxlane_runtime::Fork;
+
+/// One block of the `model` sequence, as named in the checkpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    /// ELU (no weights).
+    Elu,
+    /// Causal conv `{name}.conv.conv.{weight,bias}`.
+    Conv {
+        /// Prefix, e.g. `encoder.model.0`.
+        name: String,
+        /// Input channels.
+        c_in: usize,
+        /// Output channels.
+        c_out: usize,
+        /// Taps.
+        kernel: usize,
+        /// Stride.
+        stride: usize,
+    },
+    /// Causal transposed conv `{name}.convtr.convtr.{weight,bias}`.
+    ConvTr {
+        /// Prefix.
+        name: String,
+        /// Input channels.
+        c_in: usize,
+        /// Output channels.
+        c_out: usize,
+        /// Stride (kernel is twice it).
+        stride: usize,
+    },
+    /// Residual block `{name}.block.{1,3}` (+ `{name}.shortcut` without true skip).
+    Res {
+        /// Prefix.
+        name: String,
+        /// Channels in and out.
+        dim: usize,
+        /// Hidden channels.
+        hidden: usize,
+        /// First conv's taps.
+        kernel: usize,
+        /// First conv's dilation.
+        dilation: usize,
+        /// 1×1 conv shortcut instead of identity.
+        shortcut: bool,
+    },
+}
+
+/// A tensor the block needs: name and torch shape.
+pub type TensorSpec = (String, Vec<usize>);
+
+impl Block {
+    /// The block's tensors (weight, then bias, per conv).
+    pub fn tensors(&self) -> Vec<TensorSpec> {
+        let conv = |p: String, co: usize, ci: usize, k: usize| {
+            vec![
+                (format!("{p}.conv.conv.weight"), vec![co, ci, k]),
+                (format!("{p}.conv.conv.bias"), vec![co]),
+            ]
+        };
+        match self {
+            Block::Elu => Vec::new(),
+            Block::Conv {
+                name,
+                c_in,
+                c_out,
+                kernel,
+                ..
+            } => conv(name.clone(), *c_out, *c_in, *kernel),
+            Block::ConvTr {
+                name,
+                c_in,
+                c_out,
+                stride,
+            } => vec![
+                (
+                    format!("{name}.convtr.convtr.weight"),
+                    vec![*c_in, *c_out, 2 * stride],
+                ),
+                (format!("{name}.convtr.convtr.bias"), vec![*c_out]),
+            ],
+            Block::Res {
+                name,
+                dim,
+                hidden,
+                kernel,
+                shortcut,
+                ..
+            } => {
+                let mut v = conv(format!("{name}.block.1"), *hidden, *dim, *kernel);
+                v.extend(conv(format!("{name}.block.3"), *dim, *hidden, 1));
+                if *shortcut {
+                    v.extend(conv(format!("{name}.shortcut"), *dim, *dim, 1));
+                }
+                v
+            }
+        }
+    }
+}
+
+/// The encoder (`decoder == false`) or decoder block sequence under `prefix.model.N`.
+pub fn layout(cfg: &SeanetConfig, decoder: bool) -> Vec<Block> {
+    let prefix = if decoder { "decoder" } else { "encoder" };
+    let mut blocks = Vec::new();
+    let name = |blocks: &Vec<Block>| format!("{prefix}.model.{}", blocks.len());
+    let nf = cfg.n_filters;
+    let res = |blocks: &mut Vec<Block>, dim: usize| {
+        for j in 0..cfg.n_residual_layers {
+            let b = Block::Res {
+                name: name(blocks),
+                dim,
+                hidden: dim / cfg.compress,
+                kernel: cfg.residual_kernel_size,
+                dilation: cfg.dilation_base.pow(j as u32),
+                shortcut: !cfg.true_skip,
+            };
+            blocks.push(b);
+        }
+    };
+    if !decoder {
+        let mut mult = 1;
+        blocks.push(Block::Conv {
+            name: name(&blocks),
+            c_in: cfg.channels,
+            c_out: nf,
+            kernel: cfg.kernel_size,
+            stride: 1,
+        });
+        for &ratio in cfg.ratios.iter().rev() {
+            res(&mut blocks, mult * nf);
+            blocks.push(Block::Elu);
+            blocks.push(Block::Conv {
+                name: name(&blocks),
+                c_in: mult * nf,
+                c_out: mult * nf * 2,
+                kernel: 2 * ratio,
+                stride: ratio,
+            });
+            mult *= 2;
+        }
+        blocks.push(Block::Elu);
+        blocks.push(Block::Conv {
+            name: name(&blocks),
+            c_in: mult * nf,
+            c_out: cfg.dimension,
+            kernel: cfg.last_kernel_size,
+            stride: 1,
+        });
+    } else {
+        let mut mult = 1 << cfg.ratios.len();
+        blocks.push(Block::Conv {
+            name: name(&blocks),
+            c_in: cfg.dimension,
+            c_out: mult * nf,
+            kernel: cfg.kernel_size,
+            stride: 1,
+        });
+        for &ratio in &cfg.ratios {
+            blocks.push(Block::Elu);
+            blocks.push(Block::ConvTr {
+                name: name(&blocks),
+                c_in: mult * nf,
+                c_out: mult * nf / 2,
+                stride: ratio,
+            });
+            res(&mut blocks, mult * nf / 2);
+            mult /= 2;
+        }
+        blocks.push(Block::Elu);
+        blocks.push(Block::Conv {
+            name: name(&blocks),
+            c_in: nf,
+            c_out: cfg.channels,
+            kernel: cfg.last_kernel_size,
+            stride: 1,
+        });
+    }
+    blocks
+}
+
+/// A bound block.
+#[derive(Debug, Clone)]
+enum Op {
+    Elu,
+    Conv(CausalConv),
+    ConvTr(CausalConvTr),
+    Res {
+        conv1: CausalConv,
+        conv2: CausalConv,
+        shortcut: Option<CausalConv>,
+    },
+}
+
+/// Per-block streaming state.
+#[derive(Debug, Clone)]
+enum OpState {
+    None,
+    Conv(ConvHistory),
+    ConvTr(Vec<f32>),
+    Res(ConvHistory, ConvHistory, Option<ConvHistory>),
+}
+
+/// A bound SEANet encoder or decoder.
+#[derive(Debug, Clone)]
+pub struct Seanet {
+    ops: Vec<Op>,
+    c_in: usize,
+    alpha: f32,
+}
+
+/// Streaming state of one [`Seanet`]: histories plus every buffer a step needs.
+#[derive(Debug)]
+pub struct SeanetState {
+    ops: Vec<OpState>,
+    a: Vec<f32>,
+    b: Vec<f32>,
+    h1: Vec<f32>,
+    h2: Vec<f32>,
+    sc: ConvScratch,
+    max_t: usize,
+}
+
+impl SeanetState {
+    /// Back to the start of a stream (buffers kept).
+    pub fn reset(&mut self) {
+        for s in &mut self.ops {
+            match s {
+                OpState::None => {}
+                OpState::Conv(h) => h.reset(),
+                OpState::ConvTr(p) => p.fill(0.0),
+                OpState::Res(a, b, c) => {
+                    a.reset();
+                    b.reset();
+                    if let Some(c) = c {
+                        c.reset();
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn conv_from(
+    w: &mut MimiWeights,
+    prefix: &str,
+    dims: (usize, usize, usize, usize, usize),
+) -> Result<CausalConv, MimiError> {
+    let (c_in, c_out, kernel, stride, dilation) = dims;
+    let weight = w.take(&format!("{prefix}.conv.conv.weight"))?;
+    let bias = w.take(&format!("{prefix}.conv.conv.bias"))?;
+    CausalConv::new(
+        c_in,
+        c_out,
+        kernel,
+        stride,
+        dilation,
+        1,
+        &weight,
+        Some(&bias),
+        false,
+    )
+}
+
+impl Seanet {
+    /// Bind the blocks of [`layout`] from `w` (tensors are taken out of it).
+    pub fn new(cfg: &SeanetConfig, decoder: bool, w: &mut MimiWeights) -> Result<Self, MimiError> {
+        let mut ops = Vec::new();
+        for block in layout(cfg, decoder) {
+            ops.push(match block {
+                Block::Elu => Op::Elu,
+                Block::Conv {
+                    name,
+                    c_in,
+                    c_out,
+                    kernel,
+                    stride,
+                } => Op::Conv(conv_from(w, &name, (c_in, c_out, kernel, stride, 1))?),
+                Block::ConvTr {
+                    name,
+                    c_in,
+                    c_out,
+                    stride,
+                } => {
+                    let weight = w.take(&format!("{name}.convtr.convtr.weight"))?;
+                    let bias = w.take(&format!("{name}.convtr.convtr.bias"))?;
+                    Op::ConvTr(CausalConvTr::new(
+                        c_in,
+                        c_out,
+                        2 * stride,
+                        stride,
+                        1,
+                        &weight,
+                        Some(&bias),
+                    )?)
+                }
+                Block::Res {
+                    name,
+                    dim,
+                    hidden,
+                    kernel,
+                    dilation,
+                    shortcut,
+                } => Op::Res {
+                    conv1: conv_from(
+                        w,
+                        &format!("{name}.block.1"),
+                        (dim, hidden, kernel, 1, dilation),
+                    )?,
+                    conv2: conv_from(w, &format!("{name}.block.3"), (hidden, dim, 1, 1, 1))?,
+                    shortcut: if shortcut {
+                        Some(conv_from(
+                            w,
+                            &format!("{name}.shortcut"),
+                            (dim, dim, 1, 1, 1),
+                        )?)
+                    } else {
+                        None
+                    },
+                },
+            });
+        }
+        let c_in = if decoder { cfg.dimension } else { cfg.channels };
+        Ok(Self {
+            ops,
+            c_in,
+            alpha: cfg.elu_alpha,
+        })
+    }
+
+    /// Input channels.
+    pub fn c_in(&self) -> usize {
+        self.c_in
+    }
+
+    /// A fresh state whose buffers fit steps of up to `max_t` input frames.
+    pub fn state(&self, max_t: usize) -> Result<SeanetState, MimiError> {
+        let mut sc = ConvScratch::default();
+        let (mut c, mut t) = (self.c_in, max_t);
+        let (mut big, mut hid) = (c * t, 0);
+        let mut ops = Vec::with_capacity(self.ops.len());
+        for op in &self.ops {
+            ops.push(match op {
+                Op::Elu => OpState::None,
+                Op::Conv(k) => {
+                    k.reserve(&mut sc, t)?;
+                    t = k.out_len(t);
+                    c = k.c_out();
+                    OpState::Conv(k.history())
+                }
+                Op::ConvTr(k) => {
+                    k.reserve(&mut sc, t)?;
+                    t = k.out_len(t);
+                    c = k.c_out();
+                    OpState::ConvTr(k.partial())
+                }
+                Op::Res {
+                    conv1,
+                    conv2,
+                    shortcut,
+                } => {
+                    conv1.reserve(&mut sc, t)?;
+                    conv2.reserve(&mut sc, t)?;
+                    hid = hid.max(conv1.c_out() * t);
+                    if let Some(s) = shortcut {
+                        s.reserve(&mut sc, t)?;
+                    }
+                    OpState::Res(
+                        conv1.history(),
+                        conv2.history(),
+                        shortcut.as_ref().map(CausalConv::history),
+                    )
+                }
+            });
+            big = big.max(c * t);
+        }
+        Ok(SeanetState {
+            ops,
+            a: vec![0.0; big],
+            b: vec![0.0; big],
+            h1: vec![0.0; big],
+            h2: vec![0.0; big.max(hid)],
+            sc,
+            max_t,
+        })
+    }
+
+    /// One step: `x: [c_in, t]` → the output written to `out`, returning `(channels, frames)`.
+    ///
+    /// `t` must be a multiple of the total stride (encoder) and at most the state's `max_t`.
+    pub fn step(
+        &self,
+        pool: &impl Fork,
+        st: &mut SeanetState,
+        x: &[f32],
+        t: usize,
+        out: &mut [f32],
+    ) -> Result<(usize, usize), MimiError> {
+        if t == 0 || t > st.max_t || x.len() != self.c_in * t {
+            return Err(MimiError::Input(format!(
+                "seanet step of {t} frames ({} values; state sized for {})",
+                x.len(),
+                st.max_t
+            )));
+        }
+        let level = simd_level();
+        let SeanetState {
+            ops: states,
+            a,
+            b,
+            h1,
+            h2,
+            sc,
+            ..
+        } = st;
+        let (mut c, mut t) = (self.c_in, t);
+        a[..c * t].copy_from_slice(x);
+        for (op, state) in self.ops.iter().zip(states.iter_mut()) {
+            match (op, state) {
+                (Op::Elu, _) => elu(level, &mut a[..c * t], self.alpha),
+                (Op::Conv(k), OpState::Conv(h)) => {
+                    let to = k.out_len(t);
+                    k.step(pool, h, &a[..c * t], t, &mut b[..k.c_out() * to], sc)?;
+                    std::mem::swap(a, b);
+                    (c, t) = (k.c_out(), to);
+                }
+                (Op::ConvTr(k), OpState::ConvTr(p)) => {
+                    let to = k.out_len(t);
+                    k.step(pool, p, &a[..c * t], t, &mut b[..k.c_out() * to], sc)?;
+                    std::mem::swap(a, b);
+                    (c, t) = (k.c_out(), to);
+                }
+                (
+                    Op::Res {
+                        conv1,
+                        conv2,
+                        shortcut,
+                    },
+                    OpState::Res(s1, s2, s3),
+                ) => {
+                    let n = c * t;
+                    let hn = conv1.c_out() * t;
+                    h1[..n].copy_from_slice(&a[..n]);
+                    elu(level, &mut h1[..n], self.alpha);
+                    conv1.step(pool, s1, &h1[..n], t, &mut h2[..hn], sc)?;
+                    elu(level, &mut h2[..hn], self.alpha);
+                    conv2.step(pool, s2, &h2[..hn], t, &mut h1[..n], sc)?;
+                    match (shortcut, s3) {
+                        (Some(k), Some(s3)) => {
+                            k.step(pool, s3, &a[..n], t, &mut h2[..n], sc)?;
+                            for ((o, u), v) in a[..n].iter_mut().zip(&h2[..n]).zip(&h1[..n]) {
+                                *o = u + v;
+                            }
+                        }
+                        _ => {
+                            for (o, v) in a[..n].iter_mut().zip(&h1[..n]) {
+                                *o += v;
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    return Err(MimiError::Input(
+                        "seanet state does not match its model".into(),
+                    ))
+                }
+            }
+        }
+        let n = c * t;
+        if out.len() < n {
+            return Err(MimiError::Input(format!(
+                "seanet output buffer holds {} values, step needs {n}",
+                out.len()
+            )));
+        }
+        out[..n].copy_from_slice(&a[..n]);
+        Ok((c, t))
+    }
+}

@@ -1,0 +1,3 @@
+//! Speech models built on the kernels: codecs and their streaming sessions.
+
+pub mod mimi;
