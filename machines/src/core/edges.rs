@@ -9,7 +9,7 @@
 #[macro_export]
 macro_rules! internal {
     ($m:expr, $guard:ident, $action:ident ( $($arg:expr),* $(,)? )) => {{
-        $m.trace.internal($m.state, stringify!($guard), stringify!($action));
+        $m.book.internal(stringify!($guard), stringify!($action));
         $action($($arg),*);
         ::statig::prelude::Handled
     }};
@@ -19,7 +19,7 @@ macro_rules! internal {
 #[macro_export]
 macro_rules! transition {
     ($m:expr, $guard:ident, $action:ident ( $($arg:expr),* $(,)? ), $to:expr) => {{
-        $m.trace.take(stringify!($guard), stringify!($action));
+        $m.book.take(stringify!($guard), stringify!($action));
         $action($($arg),*);
         ::statig::prelude::Transition($to)
     }};

@@ -12,7 +12,7 @@ fn reply_error<K: KernelContract>(
     s: &mut KernelSink<'_, K>,
     e: KernelMachineError,
 ) {
-    m.diag.rejection(e.reason());
+    m.book.reject(e.reason());
     s.reply = Some(KernelReply::Error(e));
 }
 
@@ -206,7 +206,7 @@ pub fn effect_capture_diagnostics<K: KernelContract>(
     m: &mut KernelMachine<K>,
     s: &mut KernelSink<'_, K>,
 ) {
-    s.reply = Some(KernelReply::Diagnostics(m.diag.snapshot()));
+    s.reply = Some(KernelReply::Diagnostics(m.book.snapshot()));
 }
 
 /// Reject an event the current state does not take.
@@ -215,6 +215,6 @@ pub fn effect_reject_unexpected<K: KernelContract>(
     event: &'static str,
     s: &mut KernelSink<'_, K>,
 ) {
-    let state = m.state;
+    let state = m.book.state();
     reply_error(m, s, KernelMachineError::Unexpected { event, state });
 }

@@ -7,10 +7,10 @@ use super::contract::KernelContract;
 use super::errors::KernelMachineError;
 use super::events::{Bind, Execute, KernelEvent, KernelReply, KernelSink};
 use super::guards::*;
-use crate::core::{Fired, Trace};
+use crate::core::{Bookkeeping, Fired};
 use crate::{internal, transition};
 use statig::prelude::*;
-use voxlane_runtime::{Diagnostics, SubPool};
+use voxlane_runtime::SubPool;
 
 /// What persists between requests: the packed kernel, its workspace, the
 /// bound limits and lane budget, counters and the trace.
@@ -23,12 +23,8 @@ pub struct KernelMachine<K: KernelContract> {
     pub limits: Option<K::Limits>,
     /// The bound lane budget.
     pub lanes: usize,
-    /// Diagnostics counters.
-    pub diag: Diagnostics,
-    /// Edge recorder.
-    pub trace: Trace,
-    /// Name of the current leaf state.
-    pub state: &'static str,
+    /// Counters, edge trace and current state.
+    pub book: Bookkeeping,
 }
 
 impl<K: KernelContract> Default for KernelMachine<K> {
@@ -38,9 +34,7 @@ impl<K: KernelContract> Default for KernelMachine<K> {
             workspace: None,
             limits: None,
             lanes: 0,
-            diag: Diagnostics::new(K::SPEC.name, K::SPEC.initial),
-            trace: Trace::default(),
-            state: K::SPEC.initial,
+            book: Bookkeeping::new(&K::SPEC),
         }
     }
 }
@@ -69,7 +63,7 @@ impl<K: KernelContract> KernelMachine<K> {
         match K::prepare_route(p) {
             Some(route) => {
                 let (guard, action) = K::PREPARE_ROUTES[route];
-                self.trace.take(guard, action);
+                self.book.take(guard, action);
                 effect_prepare(self, route, p, context);
                 Transition(State::prepared())
             }
@@ -279,15 +273,12 @@ impl<K: KernelContract> KernelMachine<K> {
         event: &KernelEvent<'_, K>,
         _c: &mut KernelSink<'_, K>,
     ) {
-        self.trace.begin(event.kind());
-        self.diag.event(event.kind());
+        self.book.dispatching(event.kind());
     }
 
     fn after_transition(&mut self, source: &State, target: &State, _c: &mut KernelSink<'_, K>) {
-        let (from, to) = (state_name(source), state_name(target));
-        self.state = to;
-        self.diag.enter(to);
-        self.trace.transitioned(from, to);
+        self.book
+            .transitioned(state_name(source), state_name(target));
     }
 }
 
@@ -313,7 +304,7 @@ impl<K: KernelContract> Kernel<K> {
     /// A kernel machine that logs every edge it takes.
     pub fn traced() -> Self {
         let mut m = KernelMachine::<K>::default();
-        m.trace.enable_log();
+        m.book = Bookkeeping::traced(&K::SPEC);
         Self {
             sm: m.state_machine(),
         }
@@ -390,11 +381,11 @@ impl<K: KernelContract> Kernel<K> {
     pub fn take_trace(&mut self) -> Vec<Fired> {
         // SAFETY (statig's contract for inner_mut): the log is not part of any
         // state invariant.
-        unsafe { self.sm.inner_mut().trace.take_log() }
+        unsafe { self.sm.inner_mut().book.take_log() }
     }
 
     /// Whether the last event ended without taking a declared edge.
     pub fn dangling(&self) -> bool {
-        self.sm.inner().trace.dangling()
+        self.sm.inner().book.dangling()
     }
 }

@@ -10,7 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use voxlane_runtime::{Fork, LaneError, LanePool, PoolError, PoolOptions};
 
 fn reject(m: &mut LaneDispatchMachine, sink: &mut Sink, err: LaneDispatchError) {
-    m.diag.rejection(err.reason());
+    m.book.reject(err.reason());
     sink.reply = Some(Reply::Error(err));
 }
 
@@ -131,7 +131,7 @@ pub fn effect_reply_lanes_error(m: &mut LaneDispatchMachine, e: &LaneError, sink
 
 /// Reply with the diagnostics counters.
 pub fn effect_capture_diagnostics(m: &mut LaneDispatchMachine, sink: &mut Sink) {
-    sink.reply = Some(Reply::Diagnostics(m.diag.snapshot()));
+    sink.reply = Some(Reply::Diagnostics(m.book.snapshot()));
 }
 
 /// Join the workers and reply `shutdown_done`.
@@ -147,7 +147,7 @@ pub fn effect_reject_shut_down(m: &mut LaneDispatchMachine, sink: &mut Sink) {
 
 /// Reject an event no edge of the current state takes.
 pub fn effect_reject_unexpected(m: &mut LaneDispatchMachine, event: &'static str, sink: &mut Sink) {
-    let state = m.state;
+    let state = m.book.state();
     reject(m, sink, LaneDispatchError::Unexpected { event, state });
 }
 

@@ -9,30 +9,24 @@ use super::actions::*;
 use super::events::{Configure, Dispatch, Event, Reply, Sink};
 use super::guards::*;
 use super::table::SPEC;
-use crate::core::Trace;
+use crate::core::Bookkeeping;
 use crate::{internal, transition};
 use statig::prelude::*;
-use voxlane_runtime::{Actor, Diagnostics, LanePool};
+use voxlane_runtime::{Actor, LanePool};
 
 /// Context that persists across events: the pool, counters and the trace.
 pub struct LaneDispatchMachine {
     /// The pool, once configured.
     pub pool: Option<LanePool>,
-    /// Diagnostics counters.
-    pub diag: Diagnostics,
-    /// Edge recorder.
-    pub trace: Trace,
-    /// Name of the current leaf state.
-    pub state: &'static str,
+    /// Counters, edge trace and current state.
+    pub book: Bookkeeping,
 }
 
 impl Default for LaneDispatchMachine {
     fn default() -> Self {
         Self {
             pool: None,
-            diag: Diagnostics::new(SPEC.name, SPEC.initial),
-            trace: Trace::default(),
-            state: SPEC.initial,
+            book: Bookkeeping::new(&SPEC),
         }
     }
 }
@@ -210,15 +204,12 @@ impl LaneDispatchMachine {
         event: &Event<'_>,
         _c: &mut Sink,
     ) {
-        self.trace.begin(event.kind());
-        self.diag.event(event.kind());
+        self.book.dispatching(event.kind());
     }
 
     fn after_transition(&mut self, source: &State, target: &State, _c: &mut Sink) {
-        let (from, to) = (state_name(source), state_name(target));
-        self.state = to;
-        self.diag.enter(to);
-        self.trace.transitioned(from, to);
+        self.book
+            .transitioned(state_name(source), state_name(target));
     }
 }
 
@@ -244,7 +235,7 @@ impl LaneDispatcher {
     /// A dispatcher that logs every edge it takes (for conformance tests).
     pub fn traced() -> Self {
         let mut m = LaneDispatchMachine::default();
-        m.trace.enable_log();
+        m.book = Bookkeeping::traced(&SPEC);
         Self {
             sm: m.state_machine(),
         }
@@ -293,12 +284,12 @@ impl LaneDispatcher {
     pub fn take_trace(&mut self) -> Vec<crate::core::Fired> {
         // SAFETY (statig's contract for inner_mut): taking the log does not
         // touch any state the machine's invariants depend on.
-        unsafe { self.sm.inner_mut().trace.take_log() }
+        unsafe { self.sm.inner_mut().book.take_log() }
     }
 
     /// Whether the last event ended without taking any declared edge.
     pub fn dangling(&self) -> bool {
-        self.sm.inner().trace.dangling()
+        self.sm.inner().book.dangling()
     }
 }
 
