@@ -104,6 +104,47 @@ impl QLinear {
         })
     }
 
+    /// Layers sharing one input fused along the outputs (e.g. q, k, v): since
+    /// they share the quantized activation, one GEMM gives identical results.
+    pub fn concat_outputs(parts: &[&QLinear]) -> Result<Self, KokoroError> {
+        let k = parts.first().map_or(0, |p| p.k);
+        if parts.iter().any(|p| p.k != k) || k == 0 {
+            return Err(KokoroError::Kernel(KernelError::Param {
+                what: "qlinear concat",
+                detail: "parts must share a positive input width".into(),
+            }));
+        }
+        let n: usize = parts.iter().map(|p| p.n).sum();
+        let mut weight = Vec::with_capacity(k * n);
+        for r in 0..k {
+            for p in parts {
+                weight.extend_from_slice(&p.weight[r * p.n..(r + 1) * p.n]);
+            }
+        }
+        let expand = |p: &QLinear| -> (Vec<f32>, Vec<i8>) {
+            let s = (0..p.n).map(|c| per_channel(&p.w_scale, c)).collect();
+            let z = (0..p.n).map(|c| per_channel(&p.w_zero, c)).collect();
+            (s, z)
+        };
+        let (mut w_scale, mut w_zero) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for p in parts {
+            let (s, z) = expand(p);
+            w_scale.extend(s);
+            w_zero.extend(z);
+        }
+        let bias = if parts.iter().all(|p| p.bias.is_some()) {
+            Some(
+                parts
+                    .iter()
+                    .flat_map(|p| p.bias.iter().flatten().copied())
+                    .collect(),
+            )
+        } else {
+            None
+        };
+        Self::new(k, n, weight, w_scale, w_zero, bias)
+    }
+
     /// `out[m, n] = dequant(MatMulInteger(quant(x[m, k]), W)) + bias` (x quantized as one tensor).
     pub fn forward(
         &self,
@@ -509,13 +550,13 @@ impl QLstm {
             let (i_g, rest) = gates.split_at(h);
             let (o_g, rest) = rest.split_at(h);
             let (f_g, c_g) = rest.split_at(h);
-            for j in 0..h {
-                st.c[j] = st.c[j] * f_g[j] + i_g[j] * c_g[j];
+            for (j, c) in st.c[..h].iter_mut().enumerate() {
+                *c = *c * f_g[j] + i_g[j] * c_g[j];
             }
             st.tanh_c[..h].copy_from_slice(&st.c[..h]);
             tanh_inplace(level, &mut st.tanh_c[..h]);
-            for j in 0..h {
-                st.h[j] = o_g[j] * st.tanh_c[j];
+            for ((hv, o), tc) in st.h[..h].iter_mut().zip(o_g).zip(&st.tanh_c[..h]) {
+                *hv = o * tc;
             }
             st.hs[s * h..(s + 1) * h].copy_from_slice(&st.h[..h]);
         }
