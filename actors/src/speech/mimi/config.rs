@@ -444,7 +444,7 @@ impl MimiConfig {
         }
         let fs = self.sample_rate as f64 / self.frame_rate;
         let hop = self.hop_length();
-        if fs.fract() != 0.0 || (fs as usize) % hop != 0 || (fs as usize) < hop {
+        if fs.fract() != 0.0 || !(fs as usize).is_multiple_of(hop) || (fs as usize) < hop {
             return bad(
                 "frame_rate",
                 format!(
@@ -453,7 +453,7 @@ impl MimiConfig {
             );
         }
         let t = &self.transformer;
-        if t.d_model % t.num_heads != 0 || (t.d_model / t.num_heads) % 2 != 0 {
+        if !t.d_model.is_multiple_of(t.num_heads) || !(t.d_model / t.num_heads).is_multiple_of(2) {
             return bad(
                 "transformer.num_heads",
                 format!("d_model {} must split into heads of even width", t.d_model),

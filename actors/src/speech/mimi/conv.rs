@@ -127,7 +127,7 @@ impl CausalConv {
         out: &mut [f32],
         sc: &mut ConvScratch,
     ) -> Result<(), MimiError> {
-        if t == 0 || t % self.stride != 0 || x.len() != self.c_in * t {
+        if t == 0 || !t.is_multiple_of(self.stride) || x.len() != self.c_in * t {
             return Err(MimiError::Input(format!(
                 "conv step of {t} frames ({} values) for {} channels, stride {}",
                 x.len(),

@@ -2,10 +2,11 @@
 //! with PyTorch `moshi` 0.2.13: batch and streaming encode/decode.
 //!
 //! Layout: [`config`] (JSON + official defaults), [`weights`] (expected
-//! tensor list, validated loading), [`conv`] (causal convs with moshi
+//! tensor list, validated loading), [`attention`] (moshi-exact batch and streaming windows), [`conv`] (causal convs with moshi
 //! streaming semantics), [`seanet`], [`transformer`], [`resample`],
 //! [`quantizer`], and [`model`] (the pipeline and streaming sessions).
 
+pub mod attention;
 pub mod config;
 pub mod conv;
 pub mod error;

@@ -8,6 +8,7 @@
 //! construction. States ([`EncoderState`], [`DecoderState`]) are sized once
 //! for their largest step; a step allocates nothing.
 
+use super::attention::Window;
 use super::config::MimiConfig;
 use super::conv::{CausalConv, CausalConvTr, ConvHistory, ConvScratch};
 use super::error::MimiError;
@@ -152,8 +153,21 @@ impl MimiModel {
         self.cfg.resample_stride()
     }
 
-    /// A fresh encoder state for steps of up to `max_frames` code frames.
+    /// A fresh streaming encoder state for steps of up to `max_frames` code frames.
     pub fn encoder_state(&self, max_frames: usize) -> Result<EncoderState, MimiError> {
+        self.encoder_state_with(max_frames, Window::MoshiRing)
+    }
+
+    /// A fresh streaming decoder state for steps of up to `max_frames` code frames.
+    pub fn decoder_state(&self, max_frames: usize) -> Result<DecoderState, MimiError> {
+        self.decoder_state_with(max_frames, Window::MoshiRing)
+    }
+
+    fn encoder_state_with(
+        &self,
+        max_frames: usize,
+        window: Window,
+    ) -> Result<EncoderState, MimiError> {
         let max_frames = max_frames.max(1);
         let steps = max_frames * self.steps_per_frame();
         let dim = self.cfg.seanet.dimension;
@@ -163,7 +177,7 @@ impl MimiModel {
         }
         Ok(EncoderState {
             seanet: self.encoder.state(max_frames * self.frame_size())?,
-            transformer: self.encoder_transformer.state(steps)?,
+            transformer: self.encoder_transformer.state(steps, window)?,
             down: self.downsample.as_ref().map(CausalConv::history),
             sc,
             lat: vec![0.0; dim * steps],
@@ -173,8 +187,11 @@ impl MimiModel {
         })
     }
 
-    /// A fresh decoder state for steps of up to `max_frames` code frames.
-    pub fn decoder_state(&self, max_frames: usize) -> Result<DecoderState, MimiError> {
+    fn decoder_state_with(
+        &self,
+        max_frames: usize,
+        window: Window,
+    ) -> Result<DecoderState, MimiError> {
         let max_frames = max_frames.max(1);
         let steps = max_frames * self.steps_per_frame();
         let dim = self.cfg.seanet.dimension;
@@ -184,7 +201,7 @@ impl MimiModel {
         }
         Ok(DecoderState {
             seanet: self.decoder.state(steps)?,
-            transformer: self.decoder_transformer.state(steps)?,
+            transformer: self.decoder_transformer.state(steps, window)?,
             up: self.upsample.as_ref().map(CausalConvTr::partial),
             sc,
             lat: vec![0.0; dim * steps],
@@ -205,7 +222,7 @@ impl MimiModel {
     ) -> Result<usize, MimiError> {
         let fs = self.frame_size();
         let frames = pcm.len() / fs;
-        if pcm.is_empty() || pcm.len() % fs != 0 || frames > st.max_frames {
+        if pcm.is_empty() || !pcm.len().is_multiple_of(fs) || frames > st.max_frames {
             return Err(MimiError::Input(format!(
                 "encode step of {} samples: needs a positive multiple of {fs}, at most {} frames",
                 pcm.len(),
@@ -302,7 +319,7 @@ impl MimiModel {
         }
         let mut padded = pcm.to_vec();
         padded.resize(frames * fs, 0.0);
-        let mut st = self.encoder_state(frames)?;
+        let mut st = self.encoder_state_with(frames, Window::Full)?;
         let mut data = vec![0; self.num_codebooks() * frames];
         self.encode_step(pool, &mut st, &padded, &mut data)?;
         Ok(Codes {
@@ -328,7 +345,7 @@ impl MimiModel {
         if codes.frames == 0 {
             return Ok(Vec::new());
         }
-        let mut st = self.decoder_state(codes.frames)?;
+        let mut st = self.decoder_state_with(codes.frames, Window::Full)?;
         let mut pcm = vec![0.0; codes.frames * self.frame_size()];
         self.decode_step(pool, &mut st, &codes.data, codes.frames, &mut pcm)?;
         Ok(pcm)

@@ -12,6 +12,8 @@
 use super::config::{MimiConfig, QuantizerConfig};
 use super::error::MimiError;
 use super::weights::MimiWeights;
+use crate::kernels::cpu::simd_level;
+use crate::kernels::f32_matvec;
 
 /// Epsilon of moshi's `EuclideanCodebook` usage clamp.
 const USAGE_EPS: f32 = 1e-5;
@@ -41,6 +43,8 @@ pub struct Quantizer {
 #[derive(Debug, Clone)]
 pub struct QuantizerScratch {
     residual: Vec<f32>,
+    /// `[bins]` dot products with one codebook.
+    dots: Vec<f32>,
     sum: Vec<f32>,
     col: Vec<f32>,
     out: Vec<f32>,
@@ -88,13 +92,21 @@ impl Rvq {
     }
 
     /// Codes of one latent column `x` into `codes`.
-    fn encode(&self, dim: usize, x: &[f32], codes: &mut [u32], residual: &mut [f32]) {
+    fn encode(
+        &self,
+        dim: usize,
+        x: &[f32],
+        codes: &mut [u32],
+        residual: &mut [f32],
+        dots: &mut [f32],
+    ) {
+        let level = simd_level();
         project(&self.input_proj, x, residual);
         for ((cb, norms), code) in self.codebooks.iter().zip(&self.norms).zip(codes.iter_mut()) {
             let xn: f32 = residual.iter().map(|v| v * v).sum();
+            f32_matvec::rows(level, residual, cb, dim, None, dots);
             let mut best = (f32::INFINITY, 0usize);
-            for (j, (e, en)) in cb.chunks_exact(dim).zip(norms).enumerate() {
-                let dot: f32 = residual.iter().zip(e).map(|(a, b)| a * b).sum();
+            for (j, (dot, en)) in dots.iter().zip(norms).enumerate() {
                 let dist = (xn - 2.0 * dot + en).max(1e-30).sqrt();
                 if dist < best.0 {
                     best = (dist, j);
@@ -143,6 +155,7 @@ impl Quantizer {
         let q = &self.cfg;
         QuantizerScratch {
             residual: vec![0.0; q.dimension],
+            dots: vec![0.0; q.bins],
             sum: vec![0.0; q.dimension],
             col: vec![0.0; q.input_dimension.max(q.output_dimension)],
             out: vec![0.0; q.output_dimension],
@@ -173,10 +186,20 @@ impl Quantizer {
                 *c = latent[ch * t + ti];
             }
             let frame = frame_codes(&mut frame, k)?;
-            self.first
-                .encode(q.dimension, col, &mut frame[..nf], &mut sc.residual);
-            self.rest
-                .encode(q.dimension, col, &mut frame[nf..], &mut sc.residual);
+            self.first.encode(
+                q.dimension,
+                col,
+                &mut frame[..nf],
+                &mut sc.residual,
+                &mut sc.dots,
+            );
+            self.rest.encode(
+                q.dimension,
+                col,
+                &mut frame[nf..],
+                &mut sc.residual,
+                &mut sc.dots,
+            );
             for (kk, &c) in frame.iter().enumerate() {
                 codes[kk * t + ti] = c;
             }

@@ -197,11 +197,15 @@ enum Op {
     Elu,
     Conv(CausalConv),
     ConvTr(CausalConvTr),
-    Res {
-        conv1: CausalConv,
-        conv2: CausalConv,
-        shortcut: Option<CausalConv>,
-    },
+    Res(Box<ResOp>),
+}
+
+/// A bound residual block.
+#[derive(Debug, Clone)]
+struct ResOp {
+    conv1: CausalConv,
+    conv2: CausalConv,
+    shortcut: Option<CausalConv>,
 }
 
 /// Per-block streaming state.
@@ -313,7 +317,7 @@ impl Seanet {
                     kernel,
                     dilation,
                     shortcut,
-                } => Op::Res {
+                } => Op::Res(Box::new(ResOp {
                     conv1: conv_from(
                         w,
                         &format!("{name}.block.1"),
@@ -329,7 +333,7 @@ impl Seanet {
                     } else {
                         None
                     },
-                },
+                })),
             });
         }
         let c_in = if decoder { cfg.dimension } else { cfg.channels };
@@ -366,11 +370,12 @@ impl Seanet {
                     c = k.c_out();
                     OpState::ConvTr(k.partial())
                 }
-                Op::Res {
-                    conv1,
-                    conv2,
-                    shortcut,
-                } => {
+                Op::Res(r) => {
+                    let ResOp {
+                        conv1,
+                        conv2,
+                        shortcut,
+                    } = &**r;
                     conv1.reserve(&mut sc, t)?;
                     conv2.reserve(&mut sc, t)?;
                     hid = hid.max(conv1.c_out() * t);
@@ -442,14 +447,12 @@ impl Seanet {
                     std::mem::swap(a, b);
                     (c, t) = (k.c_out(), to);
                 }
-                (
-                    Op::Res {
+                (Op::Res(r), OpState::Res(s1, s2, s3)) => {
+                    let ResOp {
                         conv1,
                         conv2,
                         shortcut,
-                    },
-                    OpState::Res(s1, s2, s3),
-                ) => {
+                    } = &**r;
                     let n = c * t;
                     let hn = conv1.c_out() * t;
                     h1[..n].copy_from_slice(&a[..n]);

@@ -1,0 +1,202 @@
+//! Causal RoPE attention with moshi's exact windows, batch and streaming.
+//!
+//! moshi masks `0 ≤ p_q − p_k < context`. Without a streaming state (batch)
+//! that is the whole window. In streaming, keys live in a `RingKVCache` of
+//! exactly `context` slots filled with the step's new keys *before* the
+//! queries attend, so once the ring has wrapped, query `i` of a `t`-frame
+//! step also loses the keys older than `end − context` (`end` = position
+//! after the step): the first query of Mimi's 2-frame steps sees 249 keys,
+//! not 250. [`Window`] selects which rule a state follows; the kernel's
+//! [`KvCache`](crate::kernels::attention::KvCache) implements the batch one
+//! only, hence this Mimi-local copy.
+//!
+//! Heads are computed one per lane chunk in a fixed order: the result is
+//! identical for every thread budget.
+
+use super::error::MimiError;
+use crate::kernels::cpu::{simd_level, SimdLevel};
+use crate::kernels::f32_matvec;
+use voxlane_runtime::Fork;
+
+/// Which keys a query sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// Batch: `p − context < p_k ≤ p`.
+    Full,
+    /// moshi streaming: additionally `p_k ≥ end − context` (a `context`-slot ring).
+    MoshiRing,
+}
+
+/// Per-layer keys, values and scratch of one attention (sized once).
+#[derive(Debug, Clone)]
+pub struct RingAttention {
+    heads: usize,
+    head_dim: usize,
+    context: usize,
+    max_t: usize,
+    window: Window,
+    /// Slots per head (`context + max_t − 1`).
+    cap: usize,
+    /// `[H][cap][D]` rotated keys.
+    keys: Vec<f32>,
+    /// `[H][cap][D]` values.
+    values: Vec<f32>,
+    /// Next absolute position.
+    pos: usize,
+    /// RoPE inverse frequencies `max_period^(−2i/D)` (moshi's f32 formula).
+    freqs: Vec<f32>,
+    /// `(cos, sin)` per pair for the current position.
+    cs: Vec<(f32, f32)>,
+    /// `[t][H][D]` rotated queries.
+    q_rot: Vec<f32>,
+    /// Per head: `[cap]` scores then `[max_t][D]` outputs.
+    work: Vec<f32>,
+    scale: f32,
+    level: SimdLevel,
+}
+
+impl RingAttention {
+    /// An empty cache for `heads × head_dim` with a `context` window and steps of up to `max_t`.
+    pub fn new(
+        heads: usize,
+        head_dim: usize,
+        context: usize,
+        max_period: f32,
+        max_t: usize,
+        window: Window,
+    ) -> Result<Self, MimiError> {
+        if heads == 0 || head_dim == 0 || head_dim % 2 != 0 || context == 0 || max_t == 0 {
+            return Err(MimiError::Input(format!(
+                "attention {heads}×{head_dim} (even), context {context}, step {max_t}"
+            )));
+        }
+        let cap = context + max_t - 1;
+        let c = (-(max_period as f64).ln() * 2.0 / head_dim as f64) as f32;
+        let freqs: Vec<f32> = (0..head_dim / 2).map(|i| (i as f32 * c).exp()).collect();
+        Ok(Self {
+            heads,
+            head_dim,
+            context,
+            max_t,
+            window,
+            cap,
+            keys: vec![0.0; heads * cap * head_dim],
+            values: vec![0.0; heads * cap * head_dim],
+            pos: 0,
+            cs: vec![(0.0, 0.0); freqs.len()],
+            freqs,
+            q_rot: vec![0.0; max_t * heads * head_dim],
+            work: vec![0.0; heads * (cap + max_t * head_dim)],
+            scale: 1.0 / (head_dim as f32).sqrt(),
+            level: simd_level(),
+        })
+    }
+
+    /// Forget every position.
+    pub fn reset(&mut self) {
+        self.pos = 0;
+    }
+
+    /// Attend `t` new positions: `q`, `k`, `v`, `out` are `[t, heads, head_dim]`.
+    pub fn step(
+        &mut self,
+        pool: &impl Fork,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        t: usize,
+        out: &mut [f32],
+    ) -> Result<(), MimiError> {
+        let (h_n, d, cap) = (self.heads, self.head_dim, self.cap);
+        let width = h_n * d;
+        if t == 0 || t > self.max_t || [q, k, v].iter().any(|a| a.len() != t * width) {
+            return Err(MimiError::Input(format!(
+                "attention step of {t} positions (max {}) with {} values per operand",
+                self.max_t,
+                q.len()
+            )));
+        }
+        // Rotate and store the new keys/values, rotate the queries (moshi `apply_rope`).
+        for i in 0..t {
+            let p = self.pos + i;
+            let tp = p as f32;
+            for (o, f) in self.cs.iter_mut().zip(&self.freqs) {
+                let ang = f * tp;
+                *o = (ang.cos(), ang.sin());
+            }
+            let slot = p % cap;
+            for h in 0..h_n {
+                let src = i * width + h * d..i * width + (h + 1) * d;
+                let dst = (h * cap + slot) * d..(h * cap + slot + 1) * d;
+                self.keys[dst.clone()].copy_from_slice(&k[src.clone()]);
+                self.values[dst.clone()].copy_from_slice(&v[src.clone()]);
+                self.q_rot[src.clone()].copy_from_slice(&q[src.clone()]);
+                rotate(&self.cs, &mut self.keys[dst]);
+                rotate(&self.cs, &mut self.q_rot[src]);
+            }
+        }
+        let base = self.pos;
+        self.pos += t;
+        let end = self.pos;
+        let (keys, values, q_rot) = (&self.keys[..], &self.values[..], &self.q_rot[..]);
+        let (context, window, scale, level) = (self.context, self.window, self.scale, self.level);
+        let per_head = cap + self.max_t * d;
+        pool.for_each_chunk_mut(&mut self.work, per_head, |h, w| {
+            let (sc, ho) = w.split_at_mut(cap);
+            let hk = &keys[h * cap * d..(h + 1) * cap * d];
+            let hv = &values[h * cap * d..(h + 1) * cap * d];
+            for i in 0..t {
+                let p = base + i;
+                let mut lo = (p + 1).saturating_sub(context);
+                if window == Window::MoshiRing {
+                    lo = lo.max(end.saturating_sub(context));
+                }
+                let n = p + 1 - lo;
+                let qh = &q_rot[i * width + h * d..i * width + (h + 1) * d];
+                // The window is at most two runs of ring slots.
+                let first = lo % cap;
+                let run1 = n.min(cap - first);
+                let (s1, s2) = sc[..n].split_at_mut(run1);
+                f32_matvec::rows(level, qh, &hk[first * d..(first + run1) * d], d, None, s1);
+                f32_matvec::rows(level, qh, &hk[..s2.len() * d], d, None, s2);
+                let mut max = f32::NEG_INFINITY;
+                for s in sc[..n].iter_mut() {
+                    *s *= scale;
+                    max = max.max(*s);
+                }
+                let mut sum = 0.0f32;
+                for s in sc[..n].iter_mut() {
+                    *s = (*s - max).exp();
+                    sum += *s;
+                }
+                let o = &mut ho[i * d..(i + 1) * d];
+                o.fill(0.0);
+                for (j, &wgt) in sc[..n].iter().enumerate() {
+                    let slot = (lo + j) % cap;
+                    for (a, b) in o.iter_mut().zip(&hv[slot * d..(slot + 1) * d]) {
+                        *a += wgt * b;
+                    }
+                }
+                let inv = 1.0 / sum;
+                o.iter_mut().for_each(|x| *x *= inv);
+            }
+        })?;
+        for h in 0..h_n {
+            let ho = &self.work[h * per_head + cap..];
+            for i in 0..t {
+                out[i * width + h * d..i * width + (h + 1) * d]
+                    .copy_from_slice(&ho[i * d..(i + 1) * d]);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Rotate interleaved pairs `(x[2i], x[2i+1])` by the table's angles.
+fn rotate(cs: &[(f32, f32)], x: &mut [f32]) {
+    for (pair, &(c, s)) in x.chunks_exact_mut(2).zip(cs) {
+        let (r, i) = (pair[0], pair[1]);
+        pair[0] = r * c - i * s;
+        pair[1] = r * s + i * c;
+    }
+}
