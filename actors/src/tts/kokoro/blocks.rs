@@ -1,0 +1,485 @@
+//! Style-conditioned building blocks shared by Kokoro's decoder, generator and
+//! prosody predictor, each computing what the int8 export computes:
+//!
+//! - [`AdaIn1d`]: `fc` (`MatMulInteger` 128 → 2C) gives γ ‖ β; instance norm
+//!   over time (`ReduceMean/Sub/Pow/Sqrt/Div`, ε = 1e-5), then `(1 + γ)·x̂ + β`.
+//! - [`AdainResBlk1d`] (StyleTTS2's block; `encode`, `decode.*`, `F0.*`,
+//!   `N.*`): residual `norm1 → LeakyReLU 0.2 → [pool: depthwise ConvTranspose
+//!   ×2] → conv1 → norm2 → LeakyReLU 0.2 → conv2`; shortcut `[nearest ×2] →
+//!   [conv1x1]`; output `(residual + shortcut) / √2`.
+//! - [`AdaInResBlock1`] (the generator's `resblocks.*` / `noise_res.*`): per
+//!   dilation `d`: `xt = adain1 → Snake α1 → conv (dilation d) → adain2 →
+//!   Snake α2 → conv`, `x = xt + x`.
+//!
+//! Blocks are loaded by their node-name prefix (e.g. `/decoder/decoder/encode`,
+//! `/encoder/F0.1`) so every weight is reached through its consuming node.
+//! Elementwise passes are split into fixed chunks (rows for the norms), so
+//! outputs are bit-identical for every thread budget.
+
+use voxlane_runtime::Fork;
+
+use super::graph::{KokoroError, KokoroGraph};
+use super::quant::{QConv, QConvWorkspace, QLinear};
+use crate::kernels::conv_transpose1d::{
+    ConvTranspose1d, ConvTranspose1dParams, ConvTranspose1dWorkspace,
+};
+use crate::kernels::cpu::simd_level;
+use crate::kernels::elementwise::activations::{leaky_relu, snake};
+use crate::kernels::elementwise::norms::adain;
+use crate::kernels::error::check_len;
+use crate::kernels::matmul::MatmulWorkspace;
+
+/// Instance-norm epsilon of every AdaIN in the export.
+pub const ADAIN_EPS: f32 = 1e-5;
+/// LeakyReLU slope inside [`AdainResBlk1d`].
+const BLOCK_SLOPE: f32 = 0.2;
+/// `√2` as the graph's divisor constant.
+const SQRT_2: f32 = std::f32::consts::SQRT_2;
+/// Elements per parallel chunk of pointwise passes.
+pub const POINT_CHUNK: usize = 1 << 14;
+/// Rough elements per parallel chunk of the norms (whole rows).
+const NORM_CHUNK: usize = 1 << 14;
+
+/// Grow `v` to at least `n` elements.
+pub(crate) fn grow<T: Copy + Default>(v: &mut Vec<T>, n: usize) {
+    if v.len() < n {
+        v.resize(n, T::default());
+    }
+}
+
+/// LeakyReLU in place, split into fixed chunks over the pool.
+pub fn par_leaky_relu(pool: &impl Fork, x: &mut [f32], slope: f32) -> Result<(), KokoroError> {
+    let level = simd_level();
+    pool.for_each_chunk_mut(x, POINT_CHUNK, |_, c| leaky_relu(level, c, slope))?;
+    Ok(())
+}
+
+/// `a ← a + b` elementwise over fixed chunks.
+pub fn par_add(pool: &impl Fork, a: &mut [f32], b: &[f32]) -> Result<(), KokoroError> {
+    check_len("add operand", a.len(), b.len())?;
+    pool.for_each_chunk_mut(a, POINT_CHUNK, |i, c| {
+        let o = i * POINT_CHUNK;
+        let m = c.len();
+        for (x, &y) in c.iter_mut().zip(&b[o..o + m]) {
+            *x += y;
+        }
+    })?;
+    Ok(())
+}
+
+/// Rows of `t` per norm chunk (at least one).
+fn rows_per_chunk(t: usize) -> usize {
+    (NORM_CHUNK / t.max(1)).max(1)
+}
+
+/// An AdaIN: the style projection and the instance norm it modulates.
+#[derive(Debug, Clone)]
+pub struct AdaIn1d {
+    fc: QLinear,
+    channels: usize,
+}
+
+impl AdaIn1d {
+    /// Load the AdaIN whose module prefix is `module` (e.g. `/decoder/decoder/encode/norm1`).
+    pub fn load(g: &KokoroGraph<'_>, module: &str) -> Result<Self, KokoroError> {
+        let fc = g.qlinear(&format!("{module}/fc/Gemm_MatMul_quant"))?;
+        if fc.n % 2 != 0 {
+            return Err(KokoroError::BadNode {
+                node: module.to_string(),
+                detail: format!("fc has {} outputs, expected an even 2C", fc.n),
+            });
+        }
+        let channels = fc.n / 2;
+        Ok(Self { fc, channels })
+    }
+
+    /// Channels C it normalises.
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// Style width the `fc` expects.
+    pub fn style_dim(&self) -> usize {
+        self.fc.k
+    }
+
+    /// γ ‖ β `[2C]` for `style` `[style_dim]`.
+    pub fn style_params(
+        &self,
+        pool: &impl Fork,
+        style: &[f32],
+        gb: &mut [f32],
+        ws: &mut MatmulWorkspace,
+    ) -> Result<(), KokoroError> {
+        self.fc.forward(pool, style, 1, gb, ws)
+    }
+
+    /// Normalise `x: [C, t]` in place with γ ‖ β from [`AdaIn1d::style_params`].
+    pub fn apply(
+        &self,
+        pool: &impl Fork,
+        x: &mut [f32],
+        t: usize,
+        gb: &[f32],
+    ) -> Result<(), KokoroError> {
+        let c = self.channels;
+        check_len("adain input", c * t, x.len())?;
+        check_len("adain style params", 2 * c, gb.len())?;
+        if t == 0 {
+            return Ok(());
+        }
+        let (gamma, beta) = gb.split_at(c);
+        let rows = rows_per_chunk(t);
+        let level = simd_level();
+        let failed = std::sync::Mutex::new(None);
+        pool.for_each_chunk_mut(x, rows * t, |i, chunk| {
+            let r0 = i * rows;
+            let n = chunk.len() / t;
+            if let Err(e) = adain(
+                level,
+                chunk,
+                t,
+                &gamma[r0..r0 + n],
+                &beta[r0..r0 + n],
+                ADAIN_EPS,
+            ) {
+                if let Ok(mut f) = failed.lock() {
+                    *f = Some(e);
+                }
+            }
+        })?;
+        match failed.into_inner().ok().flatten() {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Scratch shared by the blocks (grown on demand, never shrunk).
+#[derive(Debug, Default)]
+pub struct BlockWorkspace {
+    a: Vec<f32>,
+    b: Vec<f32>,
+    c: Vec<f32>,
+    gb: Vec<f32>,
+    qconv: QConvWorkspace,
+    ct: ConvTranspose1dWorkspace,
+    mm: MatmulWorkspace,
+}
+
+impl BlockWorkspace {
+    /// An empty workspace.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// StyleTTS2's `AdainResBlk1d` (optionally ×2 upsampling).
+#[derive(Debug, Clone)]
+pub struct AdainResBlk1d {
+    norm1: AdaIn1d,
+    norm2: AdaIn1d,
+    conv1: QConv,
+    conv2: QConv,
+    /// Learned shortcut (`dim_in != dim_out`).
+    conv1x1: Option<QConv>,
+    /// Depthwise ×2 transposed conv on the residual (upsampling blocks only).
+    pool: Option<ConvTranspose1d>,
+    c_in: usize,
+    c_out: usize,
+}
+
+impl AdainResBlk1d {
+    /// Load the block with node-name prefix `prefix` (e.g. `/decoder/decoder/decode.3`).
+    pub fn load(g: &KokoroGraph<'_>, prefix: &str) -> Result<Self, KokoroError> {
+        let norm1 = AdaIn1d::load(g, &format!("{prefix}/norm1"))?;
+        let norm2 = AdaIn1d::load(g, &format!("{prefix}/norm2"))?;
+        let conv1 = g.qconv(&format!("{prefix}/conv1/Conv_quant"))?;
+        let conv2 = g.qconv(&format!("{prefix}/conv2/Conv_quant"))?;
+        let c_in = norm1.channels();
+        let c_out = conv2.params.c_out;
+        let conv1x1 = match g.node(&format!("{prefix}/conv1x1/Conv_quant")) {
+            Ok(_) => Some(g.qconv(&format!("{prefix}/conv1x1/Conv_quant"))?),
+            Err(_) => None,
+        };
+        let pool = match g.node(&format!("{prefix}/pool/ConvTranspose")) {
+            Ok(_) => {
+                let fc = g.float_conv(&format!("{prefix}/pool/ConvTranspose"))?;
+                let [ci, cog, k] = fc.dims;
+                let p = ConvTranspose1dParams::new(ci, cog * fc.groups, k)
+                    .stride(fc.stride)
+                    .padding(fc.pad, fc.output_padding)
+                    .groups(fc.groups);
+                Some(ConvTranspose1d::new(p, &fc.weight, fc.bias.as_deref())?)
+            }
+            Err(_) => None,
+        };
+        let block = Self {
+            norm1,
+            norm2,
+            conv1,
+            conv2,
+            conv1x1,
+            pool,
+            c_in,
+            c_out,
+        };
+        block.check(prefix)?;
+        Ok(block)
+    }
+
+    fn check(&self, prefix: &str) -> Result<(), KokoroError> {
+        let bad = |detail: String| KokoroError::BadNode {
+            node: prefix.to_string(),
+            detail,
+        };
+        let (p1, p2) = (&self.conv1.params, &self.conv2.params);
+        if p1.c_in != self.c_in || p1.c_out != self.c_out || p2.c_in != self.c_out {
+            return Err(bad(format!(
+                "conv shapes {}→{}, {}→{} disagree with norm1 width {}",
+                p1.c_in, p1.c_out, p2.c_in, p2.c_out, self.c_in
+            )));
+        }
+        if self.norm2.channels() != self.c_out {
+            return Err(bad("norm2 width differs from conv1 outputs".into()));
+        }
+        match &self.conv1x1 {
+            Some(sc) if sc.params.c_in != self.c_in || sc.params.c_out != self.c_out => {
+                Err(bad("conv1x1 shape disagrees with the block".into()))
+            }
+            None if self.c_in != self.c_out => Err(bad("no conv1x1 although widths differ".into())),
+            _ => Ok(()),
+        }
+    }
+
+    /// Input channels.
+    pub fn c_in(&self) -> usize {
+        self.c_in
+    }
+
+    /// Output channels.
+    pub fn c_out(&self) -> usize {
+        self.c_out
+    }
+
+    /// Output frames for `t` input frames (×2 when upsampling).
+    pub fn out_len(&self, t: usize) -> usize {
+        if self.pool.is_some() {
+            2 * t
+        } else {
+            t
+        }
+    }
+
+    /// `out: [c_out, out_len(t)]` from `x: [c_in, t]` and the block's style `style`.
+    pub fn forward(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t: usize,
+        style: &[f32],
+        out: &mut [f32],
+        ws: &mut BlockWorkspace,
+    ) -> Result<(), KokoroError> {
+        check_len("adain resblock input", self.c_in * t, x.len())?;
+        let to = self.out_len(t);
+        check_len("adain resblock output", self.c_out * to, out.len())?;
+        let (ci, co) = (self.c_in, self.c_out);
+        // `to ≥ t`; every buffer holds the wider side at the output rate.
+        let cap = ci.max(co) * to;
+        grow(&mut ws.a, cap);
+        grow(&mut ws.b, cap);
+        grow(&mut ws.c, cap);
+        grow(&mut ws.gb, 2 * ci.max(co));
+        // Shortcut into `out`: [nearest ×2] → [conv1x1].
+        let sc_in: &[f32] = if self.pool.is_some() {
+            let up = &mut ws.a[..ci * to];
+            pool.for_each_chunk_mut(up, to, |c, row| {
+                for (j, v) in row.iter_mut().enumerate() {
+                    *v = x[c * t + j / 2];
+                }
+            })?;
+            &ws.a[..ci * to]
+        } else {
+            x
+        };
+        match &self.conv1x1 {
+            Some(sc) => sc.forward(pool, sc_in, to, out, &mut ws.qconv)?,
+            None => out.copy_from_slice(sc_in),
+        }
+        // Residual: norm1 → actv → [pool] → conv1 → norm2 → actv → conv2.
+        let h = &mut ws.b[..ci * t];
+        h.copy_from_slice(x);
+        let gb = &mut ws.gb[..2 * ci];
+        self.norm1.style_params(pool, style, gb, &mut ws.mm)?;
+        self.norm1.apply(pool, h, t, gb)?;
+        par_leaky_relu(pool, h, BLOCK_SLOPE)?;
+        let h: &[f32] = match &self.pool {
+            Some(ct) => {
+                let up = &mut ws.a[..ci * to];
+                ct.forward(pool, &ws.b[..ci * t], t, up, &mut ws.ct)?;
+                &ws.a[..ci * to]
+            }
+            None => &ws.b[..ci * t],
+        };
+        let r = &mut ws.c[..co * to];
+        self.conv1.forward(pool, h, to, r, &mut ws.qconv)?;
+        let gb = &mut ws.gb[..2 * co];
+        self.norm2.style_params(pool, style, gb, &mut ws.mm)?;
+        self.norm2.apply(pool, r, to, gb)?;
+        par_leaky_relu(pool, r, BLOCK_SLOPE)?;
+        let r2 = &mut ws.b[..co * to];
+        self.conv2
+            .forward(pool, &ws.c[..co * to], to, r2, &mut ws.qconv)?;
+        // (residual + shortcut) / √2, as Add then Div.
+        let r2 = &ws.b[..co * to];
+        pool.for_each_chunk_mut(out, POINT_CHUNK, |i, c| {
+            let o = i * POINT_CHUNK;
+            let m = c.len();
+            for (s, &r) in c.iter_mut().zip(&r2[o..o + m]) {
+                *s = (r + *s) / SQRT_2;
+            }
+        })?;
+        Ok(())
+    }
+}
+
+/// One dilation branch of [`AdaInResBlock1`].
+#[derive(Debug, Clone)]
+struct SnakeBranch {
+    adain1: AdaIn1d,
+    alpha1: Vec<f32>,
+    conv1: QConv,
+    adain2: AdaIn1d,
+    alpha2: Vec<f32>,
+    conv2: QConv,
+}
+
+/// The generator's `AdaINResBlock1` (Snake activations, 3 dilations).
+#[derive(Debug, Clone)]
+pub struct AdaInResBlock1 {
+    branches: Vec<SnakeBranch>,
+    channels: usize,
+}
+
+/// Scratch for [`AdaInResBlock1::forward`].
+#[derive(Debug, Default)]
+pub struct ResBlock1Workspace {
+    xt: Vec<f32>,
+    y: Vec<f32>,
+    gb: Vec<f32>,
+    qconv: QConvWorkspace,
+    mm: MatmulWorkspace,
+}
+
+impl ResBlock1Workspace {
+    /// An empty workspace.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl AdaInResBlock1 {
+    /// Load the block at node prefix `prefix` (e.g. `/decoder/decoder/generator/resblocks.0`)
+    /// whose PyTorch parameters are named `param` + `.alpha1.0` etc.
+    pub fn load(g: &KokoroGraph<'_>, prefix: &str, param: &str) -> Result<Self, KokoroError> {
+        let mut branches = Vec::new();
+        let mut j = 0;
+        while g.node(&format!("{prefix}/convs1.{j}/Conv_quant")).is_ok() {
+            let alpha = |name: String| -> Result<Vec<f32>, KokoroError> {
+                let t = g.tensor(&name)?;
+                g.f32s(&t)
+            };
+            branches.push(SnakeBranch {
+                adain1: AdaIn1d::load(g, &format!("{prefix}/adain1.{j}"))?,
+                alpha1: alpha(format!("{param}.alpha1.{j}"))?,
+                conv1: g.qconv(&format!("{prefix}/convs1.{j}/Conv_quant"))?,
+                adain2: AdaIn1d::load(g, &format!("{prefix}/adain2.{j}"))?,
+                alpha2: alpha(format!("{param}.alpha2.{j}"))?,
+                conv2: g.qconv(&format!("{prefix}/convs2.{j}/Conv_quant"))?,
+            });
+            j += 1;
+        }
+        let channels = branches.first().map_or(0, |b| b.adain1.channels());
+        for b in &branches {
+            let ok = [b.adain2.channels(), b.alpha1.len(), b.alpha2.len()]
+                .iter()
+                .all(|&c| c == channels)
+                && [&b.conv1, &b.conv2]
+                    .iter()
+                    .all(|c| c.params.c_in == channels && c.params.c_out == channels);
+            if !ok {
+                return Err(KokoroError::BadNode {
+                    node: prefix.to_string(),
+                    detail: format!("branch widths disagree with {channels} channels"),
+                });
+            }
+        }
+        if branches.is_empty() {
+            return Err(KokoroError::MissingNode(format!(
+                "{prefix}/convs1.0/Conv_quant"
+            )));
+        }
+        Ok(Self { branches, channels })
+    }
+
+    /// Channels in and out.
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// `x: [C, t]` in place: every branch adds its residual.
+    pub fn forward(
+        &self,
+        pool: &impl Fork,
+        x: &mut [f32],
+        t: usize,
+        style: &[f32],
+        ws: &mut ResBlock1Workspace,
+    ) -> Result<(), KokoroError> {
+        let c = self.channels;
+        check_len("resblock input", c * t, x.len())?;
+        grow(&mut ws.xt, c * t);
+        grow(&mut ws.y, c * t);
+        grow(&mut ws.gb, 2 * c);
+        let level = simd_level();
+        let rows = rows_per_chunk(t);
+        for b in &self.branches {
+            let xt = &mut ws.xt[..c * t];
+            xt.copy_from_slice(x);
+            let gb = &mut ws.gb[..2 * c];
+            b.adain1.style_params(pool, style, gb, &mut ws.mm)?;
+            b.adain1.apply(pool, xt, t, gb)?;
+            par_snake(pool, xt, t, rows, &b.alpha1, level)?;
+            let y = &mut ws.y[..c * t];
+            b.conv1
+                .forward(pool, &ws.xt[..c * t], t, y, &mut ws.qconv)?;
+            b.adain2.style_params(pool, style, gb, &mut ws.mm)?;
+            b.adain2.apply(pool, y, t, gb)?;
+            par_snake(pool, y, t, rows, &b.alpha2, level)?;
+            let xt = &mut ws.xt[..c * t];
+            b.conv2
+                .forward(pool, &ws.y[..c * t], t, xt, &mut ws.qconv)?;
+            par_add(pool, x, &ws.xt[..c * t])?;
+        }
+        Ok(())
+    }
+}
+
+/// Snake over whole rows in fixed chunks.
+fn par_snake(
+    pool: &impl Fork,
+    x: &mut [f32],
+    t: usize,
+    rows: usize,
+    alpha: &[f32],
+    level: crate::kernels::cpu::SimdLevel,
+) -> Result<(), KokoroError> {
+    pool.for_each_chunk_mut(x, rows * t, |i, chunk| {
+        let r0 = i * rows;
+        let n = chunk.len() / t.max(1);
+        // Lengths match by construction (whole rows of `alpha`'s channels).
+        let _ = snake(level, chunk, &alpha[r0..r0 + n], t);
+    })?;
+    Ok(())
+}

@@ -1,0 +1,327 @@
+//! Kokoro's iSTFTNet generator (`/decoder/decoder/generator/...`, GRAPH.md
+//! stage 6): decoder features `[512, T]` (T = 2F) + f0 `[T]` + style → the
+//! `conv_post` spectrum `[22, 60·T + 1]` and audio `[300·T]`.
+//!
+//! ```text
+//! f0 → source → STFT ─┬─ noise_convs.0 (k12 s6) → noise_res.0 ─┐
+//!                     └─ noise_convs.1 (k1)     → noise_res.1 ─┼──────────┐
+//! x → LReLU .1 → ups.0 (×10) → + ──────────────────────────────┘          │
+//!   → mean(resblocks.0..2) → LReLU .1 → ups.1 (×6) → reflect pad (1,0) → + ┘
+//!   → mean(resblocks.3..5) → LReLU .01 → conv_post → iSTFT → audio
+//! ```
+//!
+//! Float parts (`ups.*`, `conv_post`) run on the f32 conv kernels, every
+//! `ConvInteger` on [`QConv`]; the resblocks dominate the cost.
+
+use voxlane_runtime::Fork;
+
+use super::blocks::{
+    grow, par_add, par_leaky_relu, AdaInResBlock1, ResBlock1Workspace, POINT_CHUNK,
+};
+use super::graph::{FloatConv, KokoroError, KokoroGraph};
+use super::quant::{QConv, QConvWorkspace};
+use super::source::{HarmonicSource, UPSAMPLE};
+use super::stft::{Istft, IstftWorkspace, SourceStft, CHANNELS};
+use crate::kernels::conv1d::{Conv1d, Conv1dParams, Conv1dWorkspace};
+use crate::kernels::conv_transpose1d::{
+    ConvTranspose1d, ConvTranspose1dParams, ConvTranspose1dWorkspace,
+};
+use crate::kernels::error::check_len;
+
+const G: &str = "/decoder/decoder/generator";
+const P: &str = "decoder.decoder.generator";
+/// Resblocks averaged after each upsampling stage.
+const KERNELS: usize = 3;
+
+/// The bound generator.
+#[derive(Debug, Clone)]
+pub struct Generator {
+    source: HarmonicSource,
+    stft: SourceStft,
+    noise_convs: [QConv; 2],
+    noise_res: [AdaInResBlock1; 2],
+    ups: [ConvTranspose1d; 2],
+    /// Output channels of `ups.0` / `ups.1`.
+    ups_ch: [usize; 2],
+    resblocks: Vec<AdaInResBlock1>,
+    conv_post: Conv1d,
+    istft: Istft,
+}
+
+/// Scratch for [`Generator::forward`] (grown on demand, never shrunk).
+#[derive(Debug, Default)]
+pub struct GeneratorWorkspace {
+    har: Vec<f32>,
+    spec: Vec<f32>,
+    noise: [Vec<f32>; 2],
+    x: Vec<f32>,
+    up: Vec<f32>,
+    acc: Vec<f32>,
+    tmp: Vec<f32>,
+    qconv: QConvWorkspace,
+    rb: ResBlock1Workspace,
+    ct: ConvTranspose1dWorkspace,
+    conv: Conv1dWorkspace,
+    istft: IstftWorkspace,
+}
+
+impl GeneratorWorkspace {
+    /// An empty workspace.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Stage timings of one [`Generator::forward`] call, in seconds.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GeneratorTimes {
+    /// Harmonic source + STFT.
+    pub source: f64,
+    /// noise_convs + noise_res.
+    pub noise: f64,
+    /// ups.0 + resblocks.0..2.
+    pub stage0: f64,
+    /// ups.1 + resblocks.3..5.
+    pub stage1: f64,
+    /// conv_post + iSTFT.
+    pub post: f64,
+}
+
+fn conv_transpose(fc: &FloatConv) -> Result<ConvTranspose1d, KokoroError> {
+    let [ci, cog, k] = fc.dims;
+    let p = ConvTranspose1dParams::new(ci, cog * fc.groups, k)
+        .stride(fc.stride)
+        .padding(fc.pad, fc.output_padding)
+        .groups(fc.groups);
+    Ok(ConvTranspose1d::new(p, &fc.weight, fc.bias.as_deref())?)
+}
+
+fn first_input_f32s(g: &KokoroGraph<'_>, node: &str, i: usize) -> Result<Vec<f32>, KokoroError> {
+    let n = g.node(node)?;
+    let t = g.input_tensor(n, i)?;
+    g.f32s(&t)
+}
+
+impl Generator {
+    /// Load every generator weight from the graph (packed once).
+    pub fn load(g: &KokoroGraph<'_>) -> Result<Self, KokoroError> {
+        let lw = first_input_f32s(g, &format!("{G}/m_source/l_linear/MatMul"), 1)?;
+        let lb = first_input_f32s(g, &format!("{G}/m_source/l_linear/Add"), 0)?;
+        let source = HarmonicSource::new(&lw, lb.first().copied().unwrap_or(0.0))?;
+        let stft = SourceStft::new(&first_input_f32s(g, &format!("{G}/STFT"), 2)?)?;
+        let noise_convs = [
+            g.qconv(&format!("{G}/noise_convs.0/Conv_quant"))?,
+            g.qconv(&format!("{G}/noise_convs.1/Conv_quant"))?,
+        ];
+        let noise_res = [
+            AdaInResBlock1::load(g, &format!("{G}/noise_res.0"), &format!("{P}.noise_res.0"))?,
+            AdaInResBlock1::load(g, &format!("{G}/noise_res.1"), &format!("{P}.noise_res.1"))?,
+        ];
+        let u0 = g.float_conv(&format!("{G}/ups.0/ConvTranspose"))?;
+        let u1 = g.float_conv(&format!("{G}/ups.1/ConvTranspose"))?;
+        let ups_ch = [u0.dims[1] * u0.groups, u1.dims[1] * u1.groups];
+        let ups = [conv_transpose(&u0)?, conv_transpose(&u1)?];
+        let resblocks = (0..2 * KERNELS)
+            .map(|i| {
+                AdaInResBlock1::load(
+                    g,
+                    &format!("{G}/resblocks.{i}"),
+                    &format!("{P}.resblocks.{i}"),
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let cp = g.float_conv(&format!("{G}/conv_post/Conv"))?;
+        let [co, ci, k] = cp.dims;
+        let conv_post = Conv1d::new(
+            Conv1dParams::new(ci * cp.groups, co, k)
+                .padding(cp.pad, cp.pad)
+                .dilation(cp.dilation)
+                .groups(cp.groups),
+            &cp.weight,
+            cp.bias.as_deref(),
+        )?;
+        let basis = first_input_f32s(g, &format!("{G}/istft/stft/ConvTranspose"), 1)?;
+        let wsum = first_input_f32s(g, &format!("{G}/istft/stft/Slice_1"), 0)?;
+        let istft = Istft::new(&basis, &wsum)?;
+        let gen = Self {
+            source,
+            stft,
+            noise_convs,
+            noise_res,
+            ups,
+            ups_ch,
+            resblocks,
+            conv_post,
+            istft,
+        };
+        gen.check()?;
+        Ok(gen)
+    }
+
+    fn check(&self) -> Result<(), KokoroError> {
+        let ok = self.noise_convs[0].params.c_out == self.ups_ch[0]
+            && self.noise_convs[1].params.c_out == self.ups_ch[1]
+            && self.noise_res[0].channels() == self.ups_ch[0]
+            && self.noise_res[1].channels() == self.ups_ch[1]
+            && self.resblocks[..KERNELS]
+                .iter()
+                .all(|r| r.channels() == self.ups_ch[0])
+            && self.resblocks[KERNELS..]
+                .iter()
+                .all(|r| r.channels() == self.ups_ch[1])
+            && self.conv_post.params().c_in == self.ups_ch[1]
+            && self.conv_post.params().c_out == CHANNELS;
+        if ok {
+            Ok(())
+        } else {
+            Err(KokoroError::BadNode {
+                node: G.to_string(),
+                detail: "generator stage widths disagree".into(),
+            })
+        }
+    }
+
+    /// Input channels (the decoder's output width).
+    pub fn c_in(&self) -> usize {
+        self.ups[0].params().c_in
+    }
+
+    /// `conv_post` frames for `t` input frames: `60·t + 1`.
+    pub fn spec_len(&self, t: usize) -> usize {
+        let (s0, s1) = (self.ups[0].params().stride, self.ups[1].params().stride);
+        t * s0 * s1 + 1
+    }
+
+    /// Audio samples for `t` input frames: `300·t`.
+    pub fn audio_len(t: usize) -> usize {
+        t * UPSAMPLE
+    }
+
+    /// `conv_post: [22, 60t+1]` and `audio: [300t]` from `x: [512, t]`,
+    /// `f0: [t]` and the decoder style `style: [128]`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward(
+        &self,
+        pool: &impl Fork,
+        x_in: &[f32],
+        t: usize,
+        f0: &[f32],
+        style: &[f32],
+        conv_post: &mut [f32],
+        audio: &mut [f32],
+        ws: &mut GeneratorWorkspace,
+    ) -> Result<GeneratorTimes, KokoroError> {
+        let mut times = GeneratorTimes::default();
+        let mut clock = std::time::Instant::now();
+        let mut lap = |slot: &mut f64| {
+            let now = std::time::Instant::now();
+            *slot = (now - clock).as_secs_f64();
+            clock = now;
+        };
+        check_len("generator input", self.c_in() * t, x_in.len())?;
+        check_len("generator f0", t, f0.len())?;
+        let ts = self.spec_len(t);
+        check_len("generator conv_post", CHANNELS * ts, conv_post.len())?;
+        check_len("generator audio", Self::audio_len(t), audio.len())?;
+        if t == 0 {
+            return Ok(times);
+        }
+        // Harmonic source and its STFT: [22, ts].
+        let n_har = Self::audio_len(t);
+        grow(&mut ws.har, n_har);
+        self.source.forward(pool, f0, &mut ws.har[..n_har])?;
+        if SourceStft::frames(n_har) != ts {
+            return Err(KokoroError::Input(format!(
+                "source STFT has {} frames, the upsampler {ts}",
+                SourceStft::frames(n_har)
+            )));
+        }
+        grow(&mut ws.spec, CHANNELS * ts);
+        self.stft
+            .forward(pool, &ws.har[..n_har], &mut ws.spec[..CHANNELS * ts])?;
+        lap(&mut times.source);
+        // Noise branches.
+        let spec = &ws.spec[..CHANNELS * ts];
+        let mut lens = [0usize; 2];
+        for (i, (nc, nr)) in self.noise_convs.iter().zip(&self.noise_res).enumerate() {
+            let tn = nc.out_len(ts)?;
+            lens[i] = tn;
+            let c = nc.params.c_out;
+            grow(&mut ws.noise[i], c * tn);
+            let buf = &mut ws.noise[i][..c * tn];
+            nc.forward(pool, spec, ts, buf, &mut ws.qconv)?;
+            nr.forward(pool, buf, tn, style, &mut ws.rb)?;
+        }
+        lap(&mut times.noise);
+        // Two upsampling stages.
+        let mut c = self.c_in();
+        let mut tx = t;
+        grow(&mut ws.x, c * tx);
+        ws.x[..c * tx].copy_from_slice(x_in);
+        for (stage, &tn) in lens.iter().enumerate() {
+            par_leaky_relu(pool, &mut ws.x[..c * tx], 0.1)?;
+            let up = &self.ups[stage];
+            let tu = up.params().out_len(tx)?;
+            let cu = self.ups_ch[stage];
+            grow(&mut ws.up, cu * tu);
+            up.forward(pool, &ws.x[..c * tx], tx, &mut ws.up[..cu * tu], &mut ws.ct)?;
+            // Stage 1: reflection pad (1, 0) → tu + 1 frames.
+            let tp = if stage == 1 { tu + 1 } else { tu };
+            grow(&mut ws.x, cu * tp);
+            if stage == 1 {
+                let (src, dst) = (&ws.up, &mut ws.x[..cu * tp]);
+                pool.for_each_chunk_mut(dst, tp, |ch, row| {
+                    let s = &src[ch * tu..(ch + 1) * tu];
+                    row[0] = s[1.min(tu - 1)];
+                    row[1..].copy_from_slice(s);
+                })?;
+            } else {
+                ws.x[..cu * tp].copy_from_slice(&ws.up[..cu * tu]);
+            }
+            if tn != tp {
+                return Err(KokoroError::Input(format!(
+                    "noise branch {stage} has {tn} frames, the upsampler {tp}"
+                )));
+            }
+            par_add(pool, &mut ws.x[..cu * tp], &ws.noise[stage][..cu * tp])?;
+            // Mean of the three resblocks: ((r0 + r1) + r2) / 3.
+            let n = cu * tp;
+            grow(&mut ws.acc, n);
+            grow(&mut ws.tmp, n);
+            for (k, rb) in self.resblocks[stage * KERNELS..(stage + 1) * KERNELS]
+                .iter()
+                .enumerate()
+            {
+                let dst = if k == 0 { &mut ws.acc } else { &mut ws.tmp };
+                dst[..n].copy_from_slice(&ws.x[..n]);
+                rb.forward(pool, &mut dst[..n], tp, style, &mut ws.rb)?;
+                if k > 0 {
+                    par_add(pool, &mut ws.acc[..n], &ws.tmp[..n])?;
+                }
+            }
+            let (acc, x) = (&ws.acc[..n], &mut ws.x[..n]);
+            pool.for_each_chunk_mut(x, POINT_CHUNK, |i, ch| {
+                let o = i * POINT_CHUNK;
+                let m = ch.len();
+                for (d, &a) in ch.iter_mut().zip(&acc[o..o + m]) {
+                    *d = a / KERNELS as f32;
+                }
+            })?;
+            c = cu;
+            tx = tp;
+            lap(if stage == 0 {
+                &mut times.stage0
+            } else {
+                &mut times.stage1
+            });
+        }
+        // Post: LeakyReLU 0.01 → conv_post → iSTFT.
+        par_leaky_relu(pool, &mut ws.x[..c * tx], 0.01)?;
+        self.conv_post
+            .forward(pool, &ws.x[..c * tx], tx, conv_post, &mut ws.conv)?;
+        self.istft
+            .forward(pool, conv_post, ts, audio, &mut ws.istft)?;
+        lap(&mut times.post);
+        Ok(times)
+    }
+}

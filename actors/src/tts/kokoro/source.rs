@@ -1,0 +1,141 @@
+//! Kokoro's harmonic source (`m_source`: SineGen + `l_linear` + tanh) exactly
+//! as the int8 ONNX export computes it: deterministic, no noise, no random
+//! initial phase.
+//!
+//! Op sequence (GRAPH.md, stage 6), for `f0: [N]` (N = 2F) and `L = 300·N`:
+//! 1. `f0_upsamp`: nearest ×300 → `f0u[j] = f0[j / 300]`;
+//! 2. per harmonic `h ∈ 1..=9`: `v = f0u·h / 24000`, `frac = v − floor(v)`;
+//! 3. linear `Resize` ×1/300 (half_pixel) → `[9, N]`;
+//! 4. `CumSum` over frames, then `×2`, `×π`, `×300` (three f32 products);
+//! 5. linear `Resize` ×300 (half_pixel) → `[9, L]`;
+//! 6. `sin(·)·0.1·[f0u > 10]`; 7. `tanh(Σ_h w_h·s_h + b)`.
+//!
+//! The resize coordinates follow onnxruntime's f32 arithmetic
+//! (`(x + 0.5) / scale − 0.5`, clamped, `dx` from the floor), so the phase
+//! tracks the reference bit for bit up to the sine. The phase reaches ~10⁵
+//! rad on long utterances: it is reduced modulo 2π in f64 before the fast
+//! vector sine (accurate to 1e-6 on the reduced range).
+
+use voxlane_runtime::Fork;
+
+use crate::kernels::cpu::simd_level;
+use crate::kernels::elementwise::fast_math::{sin_inplace, tanh_inplace};
+use crate::kernels::error::{check_len, KernelError};
+
+/// Audio samples per f0 frame (the generator's total upsampling, 10·6·5).
+pub const UPSAMPLE: usize = 300;
+/// Harmonics of the sine source (fundamental + 8 overtones).
+pub const HARMONICS: usize = 9;
+/// Output sample rate.
+pub const SAMPLE_RATE: f32 = 24000.0;
+/// f0 above this (Hz) counts as voiced.
+const VOICED_THRESHOLD: f32 = 10.0;
+/// Sine amplitude.
+const SINE_AMP: f32 = 0.1;
+/// The export's downsampling scale, `1/300` as the f32 the graph stores.
+const DOWN_SCALE: f32 = 0.003_333_333_4;
+/// Samples per parallel chunk (fixed: determinism; stack scratch of 9×chunk).
+const CHUNK: usize = 512;
+
+/// The bound source module: `l_linear` (9 → 1) weights and bias.
+#[derive(Debug, Clone)]
+pub struct HarmonicSource {
+    weight: [f32; HARMONICS],
+    bias: f32,
+}
+
+/// Linear-resize taps of one output position: `(x1, x2, dx1, dx2)`, value
+/// `v[x1]·dx2 + v[x2]·dx1` (onnxruntime's half_pixel bilinear, one axis).
+fn linear_tap(i: usize, scale: f32, in_len: usize) -> (usize, usize, f32, f32) {
+    let last = in_len.saturating_sub(1);
+    let x = ((i as f32 + 0.5) / scale - 0.5).clamp(0.0, last as f32);
+    let x1 = (x as usize).min(last);
+    let x2 = (x1 + 1).min(last);
+    if x1 == x2 {
+        return (x1, x2, 0.5, 0.5);
+    }
+    (x1, x2, x - x1 as f32, x2 as f32 - x)
+}
+
+/// `v − floor(v)` of `f0·h / 24000` (the per-sample phase increment mod 1).
+#[inline]
+fn increment(f0: f32, h: usize) -> f32 {
+    let v = f0 * (h as f32) / SAMPLE_RATE;
+    v - v.floor()
+}
+
+impl HarmonicSource {
+    /// Bind `l_linear`: weight `[9]` (the `[9, 1]` MatMul constant) and bias.
+    pub fn new(weight: &[f32], bias: f32) -> Result<Self, KernelError> {
+        check_len("source l_linear weight", HARMONICS, weight.len())?;
+        let mut w = [0.0; HARMONICS];
+        w.copy_from_slice(weight);
+        Ok(Self { weight: w, bias })
+    }
+
+    /// Frame phases `[9, N]` after the cumulative sum and `×2π×300` (step 4).
+    pub fn frame_phases(f0: &[f32]) -> Vec<f32> {
+        let n = f0.len();
+        let len = n * UPSAMPLE;
+        let pi = std::f32::consts::PI;
+        let mut ph = vec![0.0f32; HARMONICS * n];
+        for h in 0..HARMONICS {
+            let mut acc = 0.0f32;
+            for i in 0..n {
+                let (x1, x2, dx1, dx2) = linear_tap(i, DOWN_SCALE, len);
+                let a = increment(f0[x1 / UPSAMPLE], h + 1);
+                let b = increment(f0[x2 / UPSAMPLE], h + 1);
+                acc += a * dx2 + b * dx1;
+                ph[h * n + i] = acc * 2.0 * pi * UPSAMPLE as f32;
+            }
+        }
+        ph
+    }
+
+    /// `out: [300·N]` source excitation from `f0: [N]` (Hz, at 2× the decoder frame rate).
+    pub fn forward(
+        &self,
+        pool: &impl Fork,
+        f0: &[f32],
+        out: &mut [f32],
+    ) -> Result<(), KernelError> {
+        let n = f0.len();
+        check_len("source output", n * UPSAMPLE, out.len())?;
+        if n == 0 {
+            return Ok(());
+        }
+        let phases = Self::frame_phases(f0);
+        let level = simd_level();
+        pool.for_each_chunk_mut(out, CHUNK, |ci, dst| {
+            let j0 = ci * CHUNK;
+            let mut s = [0.0f32; HARMONICS * CHUNK];
+            let m = dst.len();
+            for h in 0..HARMONICS {
+                let row = &phases[h * n..(h + 1) * n];
+                let sh = &mut s[h * CHUNK..h * CHUNK + m];
+                for (k, v) in sh.iter_mut().enumerate() {
+                    let (x1, x2, dx1, dx2) = linear_tap(j0 + k, UPSAMPLE as f32, n);
+                    let p = row[x1] * dx2 + row[x2] * dx1;
+                    // Exact-enough reduction: p is an f32, 2π in f64.
+                    let r = (p as f64) % std::f64::consts::TAU;
+                    *v = r as f32;
+                }
+                sin_inplace(level, sh);
+            }
+            for (k, d) in dst.iter_mut().enumerate() {
+                let voiced = if f0[(j0 + k) / UPSAMPLE] > VOICED_THRESHOLD {
+                    1.0
+                } else {
+                    0.0
+                };
+                let mut acc = 0.0f32;
+                for h in 0..HARMONICS {
+                    acc += s[h * CHUNK + k] * SINE_AMP * voiced * self.weight[h];
+                }
+                *d = self.bias + acc;
+            }
+            tanh_inplace(level, dst);
+        })?;
+        Ok(())
+    }
+}

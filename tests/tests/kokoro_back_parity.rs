@@ -1,0 +1,100 @@
+//! Kokoro back half (decoder + iSTFTNet generator) against onnxruntime's
+//! int8 export: from each fixture's `asr`, `f0`, `n` and `style[:, :128]`,
+//! `conv_post` and `audio` must correlate ≥ 0.99 with the reference, and the
+//! outputs must be bit-identical for thread budgets 1 and 2.
+
+use std::path::PathBuf;
+
+use voxlane_actors::tts::kokoro::back::{BackOutput, KokoroBack};
+use voxlane_runtime::fetch::catalog::KOKORO_INT8;
+use voxlane_runtime::fetch::fetcher::Fetcher;
+use voxlane_runtime::io::read_npy;
+use voxlane_runtime::onnx::OnnxModel;
+use voxlane_runtime::LanePool;
+
+/// Decoder style width (`style[:, :128]`).
+const STYLE_DIM: usize = 128;
+/// Minimum Pearson correlation with the reference.
+const MIN_CORR: f64 = 0.99;
+
+fn model() -> OnnxModel {
+    let fetcher = Fetcher::new().expect("no cache directory (set VOXLANE_HOME or HOME)");
+    let path = fetcher.cached(&KOKORO_INT8).unwrap_or_else(|| {
+        panic!(
+            "Kokoro int8 model not in the cache ({}): run `cargo xtask fetch-models`",
+            fetcher.path_of(&KOKORO_INT8).display()
+        )
+    });
+    OnnxModel::open(&path).expect("open the Kokoro ONNX model")
+}
+
+fn case_dir(case: usize) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../../shared/fixtures/kokoro/case{case}"))
+}
+
+fn load(case: usize, name: &str) -> Vec<f32> {
+    let p = case_dir(case).join(format!("{name}.npy"));
+    read_npy(&p)
+        .unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
+        .to_f32()
+}
+
+/// Pearson correlation and max absolute error.
+fn compare(got: &[f32], want: &[f32]) -> (f64, f64) {
+    assert_eq!(got.len(), want.len(), "length mismatch");
+    let n = got.len() as f64;
+    let mean = |v: &[f32]| v.iter().map(|&x| x as f64).sum::<f64>() / n;
+    let (mg, mw) = (mean(got), mean(want));
+    let (mut sgw, mut sgg, mut sww, mut max) = (0.0, 0.0, 0.0, 0.0f64);
+    for (&g, &w) in got.iter().zip(want) {
+        let (dg, dw) = (g as f64 - mg, w as f64 - mw);
+        sgw += dg * dw;
+        sgg += dg * dg;
+        sww += dw * dw;
+        max = max.max((g as f64 - w as f64).abs());
+    }
+    (sgw / (sgg * sww).sqrt(), max)
+}
+
+fn run(back: &mut KokoroBack, case: usize, threads: usize) -> BackOutput {
+    let style = load(case, "style");
+    let pool = LanePool::new(threads).expect("lane pool");
+    back.run(
+        &load(case, "asr"),
+        &load(case, "f0"),
+        &load(case, "n"),
+        &style[..STYLE_DIM],
+        &pool,
+    )
+    .expect("kokoro back run")
+}
+
+#[test]
+fn back_half_matches_onnxruntime_and_is_budget_independent() {
+    let model = model();
+    let mut back = KokoroBack::load(&model).expect("load decoder + generator");
+    for case in 0..3 {
+        let one = run(&mut back, case, 1);
+        let two = run(&mut back, case, 2);
+        let (cc, cm) = compare(&one.conv_post, &load(case, "conv_post"));
+        let (ac, am) = compare(&one.audio, &load(case, "audio"));
+        let secs = one.audio.len() as f64 / 24000.0;
+        println!(
+            "case{case}: conv_post corr {cc:.6} max|Δ| {cm:.3e}; audio corr {ac:.6} max|Δ| {am:.3e}; \
+             {secs:.2} s audio; 1 thread {:?}; 2 threads {:?}",
+            one.times, two.times
+        );
+        assert!(cc >= MIN_CORR, "case{case} conv_post correlation {cc}");
+        assert!(ac >= MIN_CORR, "case{case} audio correlation {ac}");
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert!(
+            bits(&one.conv_post) == bits(&two.conv_post),
+            "case{case}: conv_post differs between 1 and 2 threads"
+        );
+        assert!(
+            bits(&one.audio) == bits(&two.audio),
+            "case{case}: audio differs between 1 and 2 threads"
+        );
+    }
+}
