@@ -1,8 +1,13 @@
 //! `voxlane` subcommands. Each parses its flags, validates them into typed
 //! errors (never a panic), and drives machines through the public API.
 
+pub mod fetch;
+pub mod progress;
+pub mod speak;
+
 use clap::{Parser, Subcommand};
-use std::io::Write;
+use std::io::{Read, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Errors the CLI reports before or instead of doing work.
@@ -20,6 +25,40 @@ pub enum CliError {
     /// The command line did not parse.
     #[error("{0}")]
     Usage(String),
+    /// `--speed` outside 0.5–2.0.
+    #[error("invalid --speed {0}: it must be between 0.5 and 2.0")]
+    Speed(f32),
+    /// `speak` without `-o OUT.wav`.
+    #[error("speak needs an output file: -o OUT.wav")]
+    MissingOutput,
+    /// The text is empty or has nothing to say.
+    #[error("the text is empty: nothing to speak")]
+    EmptyText,
+    /// Reading the text from stdin (`-`) failed.
+    #[error("could not read the text from stdin: {0}")]
+    Stdin(std::io::Error),
+    /// The output file cannot be written.
+    #[error("cannot write {path}: {detail}")]
+    Output {
+        /// The output path.
+        path: PathBuf,
+        /// Why not.
+        detail: String,
+    },
+    /// A file named on the command line does not exist.
+    #[error("{what} file {path} does not exist")]
+    MissingFile {
+        /// Which file (`model`, ...).
+        what: &'static str,
+        /// The path given.
+        path: PathBuf,
+    },
+    /// An unknown voice, a bad blend spec or an unreadable voices file.
+    #[error(transparent)]
+    Voice(#[from] voxlane_actors::tts::voices::VoiceError),
+    /// Fetching models failed.
+    #[error(transparent)]
+    Fetch(#[from] voxlane_runtime::fetch::FetchError),
     /// A feature that lands with a later issue.
     #[error("{0} is not available yet: it lands with the Kokoro TTS issue")]
     NotYet(&'static str),
@@ -40,16 +79,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Speak English text into a 24 kHz WAV (Kokoro-82M).
-    Speak {
-        /// Output WAV file.
-        #[arg(short, long)]
-        output: Option<std::path::PathBuf>,
-        /// Compute threads, the caller included.
-        #[arg(long, default_value_t = 1)]
-        threads: usize,
-        /// Text to speak (`-` reads stdin).
-        text: Vec<String>,
-    },
+    Speak(speak::SpeakArgs),
+    /// Download the default model, vocab and voices into $VOXLANE_HOME (~/.cache/voxlane).
+    Fetch,
     /// Show the CPU features and SIMD route kernels will use.
     Info {
         /// Compute threads to check the budget for.
@@ -78,10 +110,20 @@ fn check_threads(threads: usize) -> Result<usize, CliError> {
 
 /// Run a parsed command line, writing its report to `out`.
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
+    run_with_stdin(cli, &mut std::io::stdin().lock(), out)
+}
+
+/// Run a parsed command line reading text from `stdin` (`speak -`), writing to `out`.
+pub fn run_with_stdin(cli: Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<(), CliError> {
     match cli.command {
-        Command::Speak { threads, .. } => {
-            check_threads(threads)?;
+        Command::Speak(args) => {
+            speak::validate(args, stdin)?;
             Err(CliError::NotYet("`voxlane speak`"))
+        }
+        Command::Fetch => {
+            let fetcher = voxlane_runtime::fetch::Fetcher::new()?;
+            fetch::fetch_models(&fetcher, out)?;
+            Ok(())
         }
         Command::Info { threads } => {
             let threads = check_threads(threads)?;
@@ -129,6 +171,20 @@ where
 {
     let cli = Cli::try_parse_from(args).map_err(|e| CliError::Usage(e.to_string()))?;
     run(cli, out)
+}
+
+/// Parse `args` (program name first) and run with `stdin` as standard input.
+pub fn run_args_with_stdin<I, T>(
+    args: I,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+) -> Result<(), CliError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = Cli::try_parse_from(args).map_err(|e| CliError::Usage(e.to_string()))?;
+    run_with_stdin(cli, stdin, out)
 }
 
 /// Parse the process's command line, run, and map errors to exit code 2 with a message.
