@@ -200,3 +200,123 @@ fn rotate(cs: &[(f32, f32)], x: &mut [f32]) {
         pair[1] = r * s + i * c;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use voxlane_runtime::LanePool;
+
+    fn rnd(seed: &mut u64, n: usize) -> Vec<f32> {
+        (0..n)
+            .map(|_| {
+                *seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((*seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+            })
+            .collect()
+    }
+
+    /// moshi semantics in f64: RoPE, then keys `p_k ∈ [lo, p]` with
+    /// `lo = p − context + 1`, raised to `end − context` for the ring.
+    fn naive(
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        heads: usize,
+        d: usize,
+        context: usize,
+        steps: &[usize],
+        window: Window,
+    ) -> Vec<f64> {
+        let width = heads * d;
+        let total: usize = steps.iter().sum();
+        let rope = |x: &[f32], p: usize| -> Vec<f64> {
+            let mut o = vec![0.0; d];
+            for i in 0..d / 2 {
+                let ang = p as f64 * 10_000f64.powf(-2.0 * i as f64 / d as f64);
+                let (r, im) = (x[2 * i] as f64, x[2 * i + 1] as f64);
+                o[2 * i] = r * ang.cos() - im * ang.sin();
+                o[2 * i + 1] = r * ang.sin() + im * ang.cos();
+            }
+            o
+        };
+        let mut out = vec![0.0; total * width];
+        let mut base = 0;
+        for &t in steps {
+            let end = base + t;
+            for p in base..end {
+                for h in 0..heads {
+                    let at = |a: &[f32], pos: usize| {
+                        a[pos * width + h * d..pos * width + (h + 1) * d].to_vec()
+                    };
+                    let qr = rope(&at(q, p), p);
+                    let mut lo = (p + 1).saturating_sub(context);
+                    if window == Window::MoshiRing {
+                        lo = lo.max(end.saturating_sub(context));
+                    }
+                    let logits: Vec<f64> = (lo..=p)
+                        .map(|pk| {
+                            let kr = rope(&at(k, pk), pk);
+                            qr.iter().zip(&kr).map(|(a, b)| a * b).sum::<f64>() / (d as f64).sqrt()
+                        })
+                        .collect();
+                    let m = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let w: Vec<f64> = logits.iter().map(|l| (l - m).exp()).collect();
+                    let s: f64 = w.iter().sum();
+                    for (j, pk) in (lo..=p).enumerate() {
+                        let vv = at(v, pk);
+                        for c in 0..d {
+                            out[p * width + h * d + c] += w[j] / s * vv[c] as f64;
+                        }
+                    }
+                }
+            }
+            base = end;
+        }
+        out
+    }
+
+    #[test]
+    fn windows_follow_moshi_batch_and_ring_semantics() {
+        let (heads, d, context) = (2, 4, 5);
+        let pool = LanePool::new(2).unwrap();
+        for (steps, window) in [
+            (vec![2; 8], Window::MoshiRing),
+            (vec![3; 5], Window::MoshiRing),
+            (vec![1; 12], Window::MoshiRing),
+            (vec![16], Window::Full),
+        ] {
+            let total: usize = steps.iter().sum();
+            let max_t = *steps.iter().max().unwrap();
+            let mut seed = 5;
+            let n = total * heads * d;
+            let (q, k, v) = (rnd(&mut seed, n), rnd(&mut seed, n), rnd(&mut seed, n));
+            let want = naive(&q, &k, &v, heads, d, context, &steps, window);
+            let mut att = RingAttention::new(heads, d, context, 10_000.0, max_t, window).unwrap();
+            let mut base = 0;
+            let width = heads * d;
+            for &t in &steps {
+                let r = base * width..(base + t) * width;
+                let mut out = vec![0.0; t * width];
+                att.step(
+                    &pool,
+                    &q[r.clone()],
+                    &k[r.clone()],
+                    &v[r.clone()],
+                    t,
+                    &mut out,
+                )
+                .unwrap();
+                for (i, (g, w)) in out.iter().zip(&want[r.clone()]).enumerate() {
+                    assert!(
+                        (*g as f64 - w).abs() < 1e-5,
+                        "{window:?} steps {steps:?}: position {} got {g}, want {w}",
+                        base + i / width
+                    );
+                }
+                base += t;
+            }
+        }
+    }
+}

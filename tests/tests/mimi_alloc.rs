@@ -1,0 +1,66 @@
+//! Mimi streaming steps allocate nothing once a session exists (thread
+//! budget 1, so every byte a step touches is allocated on this thread).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Arc;
+use voxlane_actors::speech::mimi::{MimiConfig, MimiDecoder, MimiEncoder, MimiModel};
+use voxlane_runtime::LanePool;
+
+struct Counting;
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.with(Cell::get) {
+            ALLOCS.with(|a| a.set(a.get() + 1));
+        }
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.with(Cell::get) {
+            ALLOCS.with(|a| a.set(a.get() + 1));
+        }
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn streaming_steps_do_not_allocate() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/mimi-tiny");
+    let cfg = MimiConfig::from_file(dir.join("config.json")).unwrap();
+    let model = Arc::new(MimiModel::load(cfg, dir.join("model.safetensors")).unwrap());
+    // The counter sees this thread's allocations.
+    COUNTING.with(|c| c.set(true));
+    drop(std::hint::black_box(vec![1u8; 64]));
+    COUNTING.with(|c| c.set(false));
+    assert_eq!(ALLOCS.with(|a| a.replace(0)), 1);
+    let pool = LanePool::new(1).unwrap();
+    let fs = model.frame_size();
+    let pcm: Vec<f32> = (0..4 * fs)
+        .map(|i| 0.2 * (i as f32 * 0.013).sin())
+        .collect();
+    let mut enc = MimiEncoder::new(model.clone()).unwrap();
+    let mut dec = MimiDecoder::new(model.clone()).unwrap();
+    let mut codes = vec![0; model.num_codebooks()];
+    let mut out = vec![0.0; fs];
+    for (i, frame) in pcm.chunks_exact(fs).enumerate() {
+        COUNTING.with(|c| c.set(i > 0));
+        enc.step(&pool, frame, &mut codes).unwrap();
+        dec.step(&pool, &codes, &mut out).unwrap();
+        COUNTING.with(|c| c.set(false));
+    }
+    let n = ALLOCS.with(Cell::get);
+    assert_eq!(n, 0, "{n} allocations in 3 steady-state frames");
+}
