@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
+use voxlane_actors::speech::mimi::quantizer::Quantizer;
 use voxlane_actors::speech::mimi::{
     Codes, MimiConfig, MimiDecoder, MimiEncoder, MimiError, MimiModel, MimiWeights,
 };
@@ -137,6 +138,23 @@ fn decoded_audio_matches_pytorch() {
     let got = stream_decode(&model, &pool, &codes);
     let err = max_abs_diff(&got, &want);
     assert!(err <= 1e-4, "streaming decode max abs error {err}");
+}
+
+#[test]
+fn quantized_latent_matches_pytorch() {
+    // latent.npy is `decode_latent(codes)`: codebook sums through both output projections.
+    let cfg = MimiConfig::from_file(fixture("config.json")).unwrap();
+    let file = WeightFile::open(fixture("model.safetensors")).unwrap();
+    let mut w = MimiWeights::from_file(&cfg, &file).unwrap();
+    let q = Quantizer::new(&cfg, &mut w).unwrap();
+    let codes = reference_codes("codes.npy");
+    let want = read_npy(fixture("latent.npy")).unwrap();
+    assert_eq!(want.shape, vec![1, cfg.seanet.dimension, codes.frames]);
+    let mut got = vec![0.0; cfg.seanet.dimension * codes.frames];
+    q.decode(&codes.data, codes.frames, &mut got, &mut q.scratch())
+        .unwrap();
+    let err = max_abs_diff(&got, &want.to_f32());
+    assert!(err <= 1e-5, "latent max abs error {err}");
 }
 
 #[test]
