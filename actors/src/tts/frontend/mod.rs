@@ -150,6 +150,10 @@ impl<P: Phonemizer> Frontend<P> {
                 }
                 if let (Punctuation::Keep, Some(p)) = (self.punctuation, clause.punct) {
                     if self.vocab.id(p).is_some() {
+                        // A dash stands apart ("a — b"); other marks follow their word.
+                        if p == '—' {
+                            kept.push(' ');
+                        }
                         kept.push(p);
                     }
                 }

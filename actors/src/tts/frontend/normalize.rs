@@ -58,18 +58,19 @@ fn map_chars(text: &str) -> String {
     out
 }
 
-/// An abbreviation and what is said; `title`s precede a name and never end a sentence.
+/// An abbreviation and what is said; a `leading` one (a title, `e.g.`)
+/// always has something after it, so its period never ends a sentence.
 struct Abbreviation {
     written: &'static str,
     said: &'static str,
-    title: bool,
+    leading: bool,
 }
 
-const fn abbr(written: &'static str, said: &'static str, title: bool) -> Abbreviation {
+const fn abbr(written: &'static str, said: &'static str, leading: bool) -> Abbreviation {
     Abbreviation {
         written,
         said,
-        title,
+        leading,
     }
 }
 
@@ -92,22 +93,22 @@ const ABBREVIATIONS: &[Abbreviation] = &[
     abbr("Jr.", "Junior", false),
     abbr("Sr.", "Senior", false),
     abbr("etc.", "et cetera", false),
-    abbr("vs.", "versus", false),
-    abbr("e.g.", "for example", false),
-    abbr("i.e.", "that is", false),
-    abbr("approx.", "approximately", false),
+    abbr("vs.", "versus", true),
+    abbr("e.g.", "for example", true),
+    abbr("i.e.", "that is", true),
+    abbr("approx.", "approximately", true),
     abbr("Inc.", "Incorporated", false),
     abbr("Ltd.", "Limited", false),
     abbr("Corp.", "Corporation", false),
     abbr("Ave.", "Avenue", false),
     abbr("Blvd.", "Boulevard", false),
     abbr("Dept.", "Department", false),
-    abbr("a.m.", "A M", false),
-    abbr("p.m.", "P M", false),
+    abbr("a.m.", "AM", false),
+    abbr("p.m.", "PM", false),
 ];
 
 /// Expand [`ABBREVIATIONS`] and `No.` before a number; an expanded
-/// non-title that ended a sentence keeps its period.
+/// abbreviation that is not leading and ended a sentence keeps its period.
 fn expand_abbreviations(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     let mut rest = text;
@@ -123,7 +124,7 @@ fn expand_abbreviations(text: &str) -> String {
                     continue;
                 }
                 out.push_str(a.said);
-                if !a.title && ends_sentence(after) {
+                if !a.leading && ends_sentence(after) {
                     out.push('.');
                 }
                 prev = a.said.chars().last();
@@ -390,6 +391,10 @@ mod tests {
             "fruit, for example apples, et cetera and more"
         );
         assert_eq!(normalize("No. 5 and No. way"), "number five and No. way");
+        assert_eq!(
+            normalize("e.g. MTV at 9 a.m. Then"),
+            "for example MTV at nine AM. Then"
+        );
         // Not at a word start: left alone.
         assert_eq!(normalize("AMr. x"), "AMr. x");
     }

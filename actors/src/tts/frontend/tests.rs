@@ -106,3 +106,24 @@ fn long_text_chunks_at_sentences_within_the_limit() {
     assert_eq!(small.chunks.len(), 40);
     assert!(small.chunks.iter().all(|c| c.len_unpadded() <= 50));
 }
+
+proptest::proptest! {
+    /// Any text gives chunks within the limit, or a typed error; never a panic.
+    #[test]
+    fn any_text_tokenizes_or_fails_typed(
+        text in "(\\PC|[0-9$.,:%-]|Mr\\. |etc\\. |\\.\\.\\.){0,80}",
+        max in 1usize..40,
+    ) {
+        match frontend().max_ids(max).tokenize(&text) {
+            Ok(t) => {
+                proptest::prop_assert!(!t.chunks.is_empty());
+                for c in &t.chunks {
+                    proptest::prop_assert!((1..=max).contains(&c.len_unpadded()));
+                    proptest::prop_assert_eq!(c.tokens.len(), c.phonemes.chars().count() + 2);
+                }
+            }
+            Err(FrontendError::EmptyText | FrontendError::NoPhonemes { .. }) => {}
+            Err(e) => proptest::prop_assert!(false, "unexpected error {e}"),
+        }
+    }
+}
