@@ -176,6 +176,9 @@ impl<P: Phonemizer> Frontend<P> {
         if chunks.is_empty() {
             return Err(FrontendError::NoPhonemes { text: normalized });
         }
+        if !dropped.is_empty() {
+            tracing::warn!(?dropped, "phonemes outside the Kokoro vocab were dropped");
+        }
         Ok(Tokenized {
             normalized,
             chunks,
