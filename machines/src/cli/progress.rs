@@ -36,6 +36,16 @@ pub fn render(p: &Progress, label: &str) -> String {
     )
 }
 
+/// A byte count for people: `812 B`, `1.2 kB`, `92.4 MB`.
+pub fn human_bytes(n: u64) -> String {
+    match n {
+        0..1_000 => format!("{n} B"),
+        1_000..1_000_000 => format!("{:.1} kB", n as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1} MB", n as f64 / 1e6),
+        _ => format!("{:.1} GB", n as f64 / 1e9),
+    }
+}
+
 /// A progress display for one labelled fetch on a writer (stderr in the CLI).
 pub struct ProgressBar<W: Write> {
     out: W,
@@ -84,7 +94,7 @@ impl<W: Write> ProgressBar<W> {
             // Plain output: one line when a stage starts.
             let unit = match p.stage {
                 Stage::Download => format!("{} package(s)", p.total),
-                Stage::Assemble => format!("{:.1} MB", p.total as f64 / 1e6),
+                Stage::Assemble => human_bytes(p.total),
             };
             let _ = writeln!(self.out, "{}: {} {unit}", self.label, stage_name(p.stage));
         }
@@ -127,6 +137,9 @@ mod tests {
             )
         );
         assert_eq!(percent(&p(Stage::Download, 0, 0)), 0);
+        assert_eq!(human_bytes(812), "812 B");
+        assert_eq!(human_bytes(1_155), "1.2 kB");
+        assert_eq!(human_bytes(92_361_271), "92.4 MB");
         assert_eq!(percent(&p(Stage::Download, 5, 4)), 100);
         assert!(
             render(&p(Stage::Download, 4, 4), "x").starts_with(&format!("[{}]", "#".repeat(WIDTH)))

@@ -5,7 +5,8 @@
 use super::CliError;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use voxlane_actors::tts::voices::Voices;
+use voxlane_actors::tts::frontend::{normalize, split};
+use voxlane_actors::tts::voices::{VoiceSpec, Voices};
 use voxlane_runtime::fetch::{catalog, Fetcher};
 
 /// The voice used when `--voice` is not given.
@@ -78,7 +79,6 @@ pub fn validate(args: SpeakArgs, stdin: &mut dyn Read) -> Result<SpeakRequest, C
         args.text.join(" ")
     };
     // "Nothing to say" is decided by the frontend's own normaliser and splitter.
-    use voxlane_actors::tts::frontend::{normalize, split};
     if split(&normalize(&text)).is_empty() {
         return Err(CliError::EmptyText);
     }
@@ -103,7 +103,7 @@ pub fn validate(args: SpeakArgs, stdin: &mut dyn Read) -> Result<SpeakRequest, C
             Voices::open(path)?.check(&args.voice)?;
         }
         None => {
-            voxlane_actors::tts::voices::VoiceSpec::parse(&args.voice)?;
+            VoiceSpec::parse(&args.voice)?;
         }
     }
     Ok(SpeakRequest {
