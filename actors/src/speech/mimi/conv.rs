@@ -7,13 +7,66 @@
 //!   a batch call is one big step from a fresh history.
 //! - transposed conv: the `kernel − stride` overlapping output frames are
 //!   carried (minus bias) into the next step's start, as `StreamingConvTranspose1d`.
+//!
+//! Routes ([`ConvRoute`], chosen per layer from its streaming frame count):
+//! the conv kernels vectorise over time, which idles most SIMD lanes and
+//! every extra thread when a streaming step has only 2–16 output frames
+//! (Mimi's deep layers). There the layer runs as a [`matmul`](crate::kernels::matmul)
+//! over `c_out` (im2col `[t, c_in·k]` times the torch weight `[c_out, c_in·k]`,
+//! or `xᵀ` times `[c_out·k, c_in]` then overlap-add for the transposed conv),
+//! which streams the weights once, split over lanes in fixed chunks.
 
 use super::error::MimiError;
 use crate::kernels::conv1d::{Conv1d, Conv1dParams, Conv1dWorkspace};
 use crate::kernels::conv_transpose1d::{
     ConvTranspose1d, ConvTranspose1dParams, ConvTranspose1dWorkspace,
 };
+use crate::kernels::matmul::{matmul_ws, MatmulWorkspace, Weights, SMALL_M};
 use voxlane_runtime::Fork;
+
+/// Output frames per matmul block: the matmul kernel's allocation-free
+/// matvec regime (one weight pass per block); also bounds the im2col scratch.
+const BLOCK_T: usize = SMALL_M;
+
+/// Streaming steps with at most this many output frames take the matmul route
+/// (from 16 frames on, the kernels' 16-wide time vectors are full).
+pub const MATMUL_MAX_FRAMES: usize = SMALL_M;
+
+/// How a layer computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvRoute {
+    /// The conv kernels (vectorised over time).
+    Kernel,
+    /// im2col + matmul over output channels (few frames per step).
+    Matmul,
+}
+
+impl ConvRoute {
+    /// The route for a layer whose streaming steps produce `frames` output frames.
+    pub fn for_frames(frames: usize) -> Self {
+        if frames <= MATMUL_MAX_FRAMES {
+            ConvRoute::Matmul
+        } else {
+            ConvRoute::Kernel
+        }
+    }
+}
+
+/// A conv layer's weights in its route's layout.
+#[derive(Debug, Clone)]
+enum ConvImpl {
+    Kernel(Conv1d),
+    /// `[c_out, c_in·k]` (the torch layout) and the bias.
+    Matmul(Weights, Option<Vec<f32>>),
+}
+
+/// A transposed conv layer's weights in its route's layout.
+#[derive(Debug, Clone)]
+enum ConvTrImpl {
+    Kernel(ConvTranspose1d),
+    /// `[c_out·k, c_in]`.
+    Matmul(Weights),
+}
 
 /// Scratch shared by every conv of one session (sized at construction).
 #[derive(Debug, Default)]
@@ -22,8 +75,13 @@ pub struct ConvScratch {
     cat: Vec<f32>,
     /// Untrimmed transposed-conv output.
     full: Vec<f32>,
+    /// Matmul route: `[BLOCK_T, c_in·k]` im2col rows and `[BLOCK_T, n]` results.
+    cols: Vec<f32>,
+    rows: Vec<f32>,
     ws: Conv1dWorkspace,
     tr_ws: ConvTranspose1dWorkspace,
+    /// Unused by f32 weights (they need no activation quantization).
+    mm_ws: MatmulWorkspace,
 }
 
 fn grow(v: &mut Vec<f32>, n: usize) {
@@ -50,8 +108,10 @@ impl ConvHistory {
 /// A causal (left-padded) 1-D convolution, moshi `StreamingConv1d`.
 #[derive(Debug, Clone)]
 pub struct CausalConv {
-    conv: Conv1d,
+    conv: ConvImpl,
     c_in: usize,
+    kernel: usize,
+    dilation: usize,
     c_out: usize,
     stride: usize,
     hist: usize,
@@ -59,7 +119,8 @@ pub struct CausalConv {
 }
 
 impl CausalConv {
-    /// Bind torch-layout weights `[c_out, c_in/groups, kernel]` and an optional bias.
+    /// Bind torch-layout weights `[c_out, c_in/groups, kernel]` and an optional bias
+    /// (the matmul route needs `groups == 1`; grouped convs take the kernel).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         c_in: usize,
@@ -71,6 +132,7 @@ impl CausalConv {
         weight: &[f32],
         bias: Option<&[f32]>,
         replicate: bool,
+        route: ConvRoute,
     ) -> Result<Self, MimiError> {
         let params = Conv1dParams::new(c_in, c_out, kernel)
             .stride(stride)
@@ -82,9 +144,17 @@ impl CausalConv {
                 "conv kernel span {span} shorter than stride {stride}"
             )));
         }
+        let conv = if route == ConvRoute::Matmul && groups == 1 {
+            let w = Weights::f32(weight.to_vec(), c_out, c_in * kernel)?;
+            ConvImpl::Matmul(w, bias.map(<[f32]>::to_vec))
+        } else {
+            ConvImpl::Kernel(Conv1d::new(params, weight, bias)?)
+        };
         Ok(Self {
-            conv: Conv1d::new(params, weight, bias)?,
+            conv,
             c_in,
+            kernel,
+            dilation,
             c_out,
             stride,
             hist: span - stride,
@@ -113,7 +183,14 @@ impl CausalConv {
     /// Grow `sc` so steps of up to `t` input frames allocate nothing.
     pub fn reserve(&self, sc: &mut ConvScratch, t: usize) -> Result<(), MimiError> {
         grow(&mut sc.cat, self.c_in * (self.hist + t));
-        sc.ws.reserve(&self.conv, self.hist + t)?;
+        match &self.conv {
+            ConvImpl::Kernel(c) => sc.ws.reserve(c, self.hist + t)?,
+            ConvImpl::Matmul(..) => {
+                let k = self.c_in * self.kernel;
+                grow(&mut sc.cols, BLOCK_T * k);
+                grow(&mut sc.rows, BLOCK_T * self.c_out);
+            }
+        }
         Ok(())
     }
 
@@ -138,8 +215,7 @@ impl CausalConv {
         let out = &mut out[..self.c_out * (t / self.stride)];
         let hist = self.hist;
         if hist == 0 {
-            self.conv.forward(pool, x, t, out, &mut sc.ws)?;
-            return Ok(());
+            return self.run(pool, x, t, out, sc);
         }
         let tc = hist + t;
         grow(&mut sc.cat, self.c_in * tc);
@@ -156,7 +232,50 @@ impl CausalConv {
             prev.copy_from_slice(&row[t..]);
         }
         st.first = false;
-        self.conv.forward(pool, cat, tc, out, &mut sc.ws)?;
+        let cat = std::mem::take(&mut sc.cat);
+        let r = self.run(pool, &cat[..self.c_in * tc], tc, out, sc);
+        sc.cat = cat;
+        r
+    }
+
+    /// The unpadded conv of `xp: [c_in, tp]` on this layer's route.
+    fn run(
+        &self,
+        pool: &impl Fork,
+        xp: &[f32],
+        tp: usize,
+        out: &mut [f32],
+        sc: &mut ConvScratch,
+    ) -> Result<(), MimiError> {
+        let (w, bias) = match &self.conv {
+            ConvImpl::Kernel(c) => return Ok(c.forward(pool, xp, tp, out, &mut sc.ws)?),
+            ConvImpl::Matmul(w, b) => (w, b.as_deref()),
+        };
+        let (k, s, d) = (self.kernel, self.stride, self.dilation);
+        let kk = self.c_in * k;
+        let t_out = (tp - (k - 1) * d - 1) / s + 1;
+        let mut t0 = 0;
+        while t0 < t_out {
+            let tb = BLOCK_T.min(t_out - t0);
+            let cols = &mut sc.cols[..tb * kk];
+            for (r, row) in cols.chunks_exact_mut(kk).enumerate() {
+                let at = (t0 + r) * s;
+                for (ci, taps) in row.chunks_exact_mut(k).enumerate() {
+                    let src = &xp[ci * tp + at..];
+                    for (j, v) in taps.iter_mut().enumerate() {
+                        *v = src[j * d];
+                    }
+                }
+            }
+            let rows = &mut sc.rows[..tb * self.c_out];
+            matmul_ws(cols, tb, kk, w, bias, rows, &mut sc.mm_ws, pool)?;
+            for (r, row) in rows.chunks_exact(self.c_out).enumerate() {
+                for (co, v) in row.iter().enumerate() {
+                    out[co * t_out + t0 + r] = *v;
+                }
+            }
+            t0 += tb;
+        }
         Ok(())
     }
 }
@@ -164,7 +283,8 @@ impl CausalConv {
 /// A causal transposed conv (right trim carried over), moshi `StreamingConvTranspose1d`.
 #[derive(Debug, Clone)]
 pub struct CausalConvTr {
-    conv: ConvTranspose1d,
+    conv: ConvTrImpl,
+    bias: Option<Vec<f32>>,
     c_out: usize,
     c_in: usize,
     kernel: usize,
@@ -172,7 +292,9 @@ pub struct CausalConvTr {
 }
 
 impl CausalConvTr {
-    /// Bind torch-layout weights `[c_in, c_out/groups, kernel]` and an optional bias.
+    /// Bind torch-layout weights `[c_in, c_out/groups, kernel]` and an optional bias
+    /// (the matmul route needs `groups == 1`).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         c_in: usize,
         c_out: usize,
@@ -181,6 +303,7 @@ impl CausalConvTr {
         groups: usize,
         weight: &[f32],
         bias: Option<&[f32]>,
+        route: ConvRoute,
     ) -> Result<Self, MimiError> {
         if kernel < stride {
             return Err(MimiError::Input(format!(
@@ -190,8 +313,28 @@ impl CausalConvTr {
         let params = ConvTranspose1dParams::new(c_in, c_out, kernel)
             .stride(stride)
             .groups(groups);
+        let conv = if route == ConvRoute::Matmul && groups == 1 {
+            // [c_in, c_out, k] → [(c_out, k), c_in].
+            let n = c_out * kernel;
+            if weight.len() != c_in * n {
+                return Err(MimiError::Input(format!(
+                    "transposed conv weight of {} values for {c_in}×{c_out}×{kernel}",
+                    weight.len()
+                )));
+            }
+            let mut packed = vec![0.0; weight.len()];
+            for ci in 0..c_in {
+                for (j, v) in weight[ci * n..(ci + 1) * n].iter().enumerate() {
+                    packed[j * c_in + ci] = *v;
+                }
+            }
+            ConvTrImpl::Matmul(Weights::f32(packed, n, c_in)?)
+        } else {
+            ConvTrImpl::Kernel(ConvTranspose1d::new(params, weight, bias)?)
+        };
         Ok(Self {
-            conv: ConvTranspose1d::new(params, weight, bias)?,
+            conv,
+            bias: bias.map(<[f32]>::to_vec),
             c_out,
             c_in,
             kernel,
@@ -220,7 +363,13 @@ impl CausalConvTr {
             &mut sc.full,
             self.c_out * ((t - 1) * self.stride + self.kernel),
         );
-        sc.tr_ws.reserve(&self.conv, t)?;
+        match &self.conv {
+            ConvTrImpl::Kernel(c) => sc.tr_ws.reserve(c, t)?,
+            ConvTrImpl::Matmul(_) => {
+                grow(&mut sc.cols, BLOCK_T * self.c_in);
+                grow(&mut sc.rows, BLOCK_T * self.c_out * self.kernel);
+            }
+        }
         Ok(())
     }
 
@@ -245,7 +394,36 @@ impl CausalConvTr {
         let lf = (t - 1) * s + self.kernel;
         grow(&mut sc.full, self.c_out * lf);
         let full = &mut sc.full[..self.c_out * lf];
-        self.conv.forward(pool, x, t, full, &mut sc.tr_ws)?;
+        match &self.conv {
+            ConvTrImpl::Kernel(c) => c.forward(pool, x, t, full, &mut sc.tr_ws)?,
+            ConvTrImpl::Matmul(w) => {
+                // Bias everywhere (as torch), then overlap-add each input frame's taps.
+                for (co, row) in full.chunks_exact_mut(lf).enumerate() {
+                    row.fill(self.bias.as_ref().map_or(0.0, |b| b[co]));
+                }
+                let (k, n) = (self.kernel, self.c_out * self.kernel);
+                let mut t0 = 0;
+                while t0 < t {
+                    let tb = BLOCK_T.min(t - t0);
+                    let cols = &mut sc.cols[..tb * self.c_in];
+                    for (r, row) in cols.chunks_exact_mut(self.c_in).enumerate() {
+                        for (ci, v) in row.iter_mut().enumerate() {
+                            *v = x[ci * t + t0 + r];
+                        }
+                    }
+                    let rows = &mut sc.rows[..tb * n];
+                    matmul_ws(cols, tb, self.c_in, w, None, rows, &mut sc.mm_ws, pool)?;
+                    for (r, row) in rows.chunks_exact(n).enumerate() {
+                        let at = (t0 + r) * s;
+                        for (co, taps) in row.chunks_exact(k).enumerate() {
+                            let dst = &mut full[co * lf + at..co * lf + at + k];
+                            dst.iter_mut().zip(taps).for_each(|(o, v)| *o += v);
+                        }
+                    }
+                    t0 += tb;
+                }
+            }
+        }
         let n = t * s;
         for co in 0..self.c_out {
             let row = &mut full[co * lf..(co + 1) * lf];
@@ -254,7 +432,7 @@ impl CausalConvTr {
                 *r += c;
             }
             out[co * n..(co + 1) * n].copy_from_slice(&row[..n]);
-            let b = self.conv.bias().map_or(0.0, |b| b[co]);
+            let b = self.bias.as_ref().map_or(0.0, |b| b[co]);
             for (c, r) in carry.iter_mut().zip(&row[n..]) {
                 *c = r - b;
             }

@@ -102,8 +102,8 @@ impl MimiModel {
         let dim = cfg.seanet.dimension;
         let s = cfg.resample_stride();
         let model = Self {
-            encoder: Seanet::new(&cfg.seanet, false, &mut w)?,
-            decoder: Seanet::new(&cfg.seanet, true, &mut w)?,
+            encoder: Seanet::new(&cfg.seanet, false, cfg.frame_size(), &mut w)?,
+            decoder: Seanet::new(&cfg.seanet, true, s, &mut w)?,
             encoder_transformer: Transformer::new(&cfg.transformer, "encoder_transformer", &mut w)?,
             decoder_transformer: Transformer::new(&cfg.transformer, "decoder_transformer", &mut w)?,
             downsample: if s > 1 {

@@ -5,18 +5,40 @@
 //! channel-wise (`groups = dim`, moshi's `upsample_channel_wise_bug`)
 //! transposed conv of kernel `2s` without bias.
 
-use super::conv::{CausalConv, CausalConvTr};
+use super::conv::{CausalConv, CausalConvTr, ConvRoute};
 use super::error::MimiError;
 use super::weights::MimiWeights;
 
 /// The downsampling conv `downsample.conv.conv.conv.weight` `[dim, dim, 2s]`.
 pub fn downsample(dim: usize, stride: usize, w: &mut MimiWeights) -> Result<CausalConv, MimiError> {
     let weight = w.take("downsample.conv.conv.conv.weight")?;
-    CausalConv::new(dim, dim, 2 * stride, stride, 1, 1, &weight, None, true)
+    // Streaming steps produce one code frame: the matmul route.
+    CausalConv::new(
+        dim,
+        dim,
+        2 * stride,
+        stride,
+        1,
+        1,
+        &weight,
+        None,
+        true,
+        ConvRoute::Matmul,
+    )
 }
 
 /// The upsampling transposed conv `upsample.convtr.convtr.convtr.weight` `[dim, 1, 2s]`.
 pub fn upsample(dim: usize, stride: usize, w: &mut MimiWeights) -> Result<CausalConvTr, MimiError> {
     let weight = w.take("upsample.convtr.convtr.convtr.weight")?;
-    CausalConvTr::new(dim, dim, 2 * stride, stride, dim, &weight, None)
+    // Channel-wise: the kernel's depthwise route (the matmul route needs groups 1).
+    CausalConvTr::new(
+        dim,
+        dim,
+        2 * stride,
+        stride,
+        dim,
+        &weight,
+        None,
+        ConvRoute::Kernel,
+    )
 }

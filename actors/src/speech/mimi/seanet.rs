@@ -6,7 +6,7 @@
 //! check and the model build both read it, so they cannot disagree.
 
 use super::config::SeanetConfig;
-use super::conv::{CausalConv, CausalConvTr, ConvHistory, ConvScratch};
+use super::conv::{CausalConv, CausalConvTr, ConvHistory, ConvRoute, ConvScratch};
 use super::error::MimiError;
 use super::weights::MimiWeights;
 use crate::kernels::cpu::simd_level;
@@ -261,6 +261,7 @@ fn conv_from(
     w: &mut MimiWeights,
     prefix: &str,
     dims: (usize, usize, usize, usize, usize),
+    route: ConvRoute,
 ) -> Result<CausalConv, MimiError> {
     let (c_in, c_out, kernel, stride, dilation) = dims;
     let weight = w.take(&format!("{prefix}.conv.conv.weight"))?;
@@ -275,14 +276,28 @@ fn conv_from(
         &weight,
         Some(&bias),
         false,
+        route,
     )
 }
 
 impl Seanet {
-    /// Bind the blocks of [`layout`] from `w` (tensors are taken out of it).
-    pub fn new(cfg: &SeanetConfig, decoder: bool, w: &mut MimiWeights) -> Result<Self, MimiError> {
+    /// Bind the blocks of [`layout`] from `w` (tensors are taken out of it);
+    /// `stream_t` input frames per streaming step pick each layer's [`ConvRoute`].
+    pub fn new(
+        cfg: &SeanetConfig,
+        decoder: bool,
+        stream_t: usize,
+        w: &mut MimiWeights,
+    ) -> Result<Self, MimiError> {
         let mut ops = Vec::new();
+        let mut t = stream_t;
         for block in layout(cfg, decoder) {
+            match &block {
+                Block::Conv { stride, .. } => t /= stride,
+                Block::ConvTr { stride, .. } => t *= stride,
+                Block::Elu | Block::Res { .. } => {}
+            }
+            let route = ConvRoute::for_frames(t);
             ops.push(match block {
                 Block::Elu => Op::Elu,
                 Block::Conv {
@@ -291,7 +306,12 @@ impl Seanet {
                     c_out,
                     kernel,
                     stride,
-                } => Op::Conv(conv_from(w, &name, (c_in, c_out, kernel, stride, 1))?),
+                } => Op::Conv(conv_from(
+                    w,
+                    &name,
+                    (c_in, c_out, kernel, stride, 1),
+                    route,
+                )?),
                 Block::ConvTr {
                     name,
                     c_in,
@@ -308,6 +328,7 @@ impl Seanet {
                         1,
                         &weight,
                         Some(&bias),
+                        route,
                     )?)
                 }
                 Block::Res {
@@ -322,13 +343,15 @@ impl Seanet {
                         w,
                         &format!("{name}.block.1"),
                         (dim, hidden, kernel, 1, dilation),
+                        route,
                     )?,
-                    conv2: conv_from(w, &format!("{name}.block.3"), (hidden, dim, 1, 1, 1))?,
+                    conv2: conv_from(w, &format!("{name}.block.3"), (hidden, dim, 1, 1, 1), route)?,
                     shortcut: if shortcut {
                         Some(conv_from(
                             w,
                             &format!("{name}.shortcut"),
                             (dim, dim, 1, 1, 1),
+                            route,
                         )?)
                     } else {
                         None
