@@ -65,7 +65,8 @@ impl RingAttention {
         max_t: usize,
         window: Window,
     ) -> Result<Self, MimiError> {
-        if heads == 0 || head_dim == 0 || head_dim % 2 != 0 || context == 0 || max_t == 0 {
+        if heads == 0 || head_dim == 0 || !head_dim.is_multiple_of(2) || context == 0 || max_t == 0
+        {
             return Err(MimiError::Input(format!(
                 "attention {heads}×{head_dim} (even), context {context}, step {max_t}"
             )));
@@ -219,6 +220,7 @@ mod tests {
 
     /// moshi semantics in f64: RoPE, then keys `p_k ∈ [lo, p]` with
     /// `lo = p − context + 1`, raised to `end − context` for the ring.
+    #[allow(clippy::too_many_arguments)]
     fn naive(
         q: &[f32],
         k: &[f32],
