@@ -219,3 +219,28 @@ fn speak_checks_voices() {
     assert_eq!(listing(&dir), ["bad.npz", "voices.npz"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn fetch_puts_the_default_models_in_the_cache() {
+    use voxlane_machines::cli::fetch::{fetch_models, DEFAULT_MODELS};
+    // The same cache CI fills with `cargo xtask fetch-models` (fetched here if empty).
+    let fetcher = voxlane_runtime::fetch::Fetcher::new().unwrap();
+    let mut out = Vec::new();
+    let paths = fetch_models(&fetcher, &mut out).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(paths.len(), DEFAULT_MODELS.len());
+    for (artifact, path) in DEFAULT_MODELS.iter().zip(&paths) {
+        assert!(path.is_file(), "{}", path.display());
+        assert_eq!(path, &fetcher.path_of(artifact));
+        assert!(out.contains(artifact.file), "{out}");
+    }
+    // A second run finds everything cached.
+    let mut again = Vec::new();
+    fetch_models(&fetcher, &mut again).unwrap();
+    let again = String::from_utf8(again).unwrap();
+    assert_eq!(
+        again.matches(" cached ").count(),
+        DEFAULT_MODELS.len(),
+        "{again}"
+    );
+}
