@@ -86,6 +86,39 @@ impl KokoroFront {
         })
     }
 
+    /// PL-BERT + `bert_encoder`.
+    pub fn albert(&self) -> &Albert {
+        &self.albert
+    }
+
+    /// The text encoder.
+    pub fn text_encoder(&self) -> &TextEncoder {
+        &self.text_encoder
+    }
+
+    /// The prosody predictor.
+    pub fn prosody(&self) -> &Prosody {
+        &self.prosody
+    }
+
+    /// Durations predicted from a given `d_en [T, 512]` (e.g. onnxruntime's, to
+    /// check the predictor apart from PL-BERT).
+    pub fn durations_from_d_en(
+        &self,
+        pool: &impl Fork,
+        d_en: &[f32],
+        style: &[f32],
+        speed: f32,
+        ws: &mut FrontWorkspace,
+    ) -> Result<Durations, KokoroError> {
+        let t = d_en.len() / D_EN;
+        self.check(&[], style)?;
+        let s = &style[STYLE_DIM - STYLE..];
+        let features = self.prosody.encode(pool, d_en, s, t, &mut ws.prosody)?;
+        self.prosody
+            .durations(pool, &features, t, speed, &mut ws.prosody)
+    }
+
     fn check(&self, tokens: &[i64], style: &[f32]) -> Result<(), KokoroError> {
         if style.len() != STYLE_DIM || style.iter().any(|v| !v.is_finite()) {
             return Err(KokoroError::Input(format!(
