@@ -421,6 +421,12 @@ impl MimiConfig {
                 format!("{:?} must be non-empty and positive", s.ratios),
             );
         }
+        if s.channels != 1 {
+            return bad(
+                "seanet.channels",
+                format!("{} audio channels: Mimi is mono", s.channels),
+            );
+        }
         if self.channels != s.channels {
             return bad(
                 "channels",
@@ -494,6 +500,12 @@ impl MimiConfig {
                     "{} must lie in {}..={}",
                     self.num_codebooks, q.n_q_semantic, q.n_q
                 ),
+            );
+        }
+        if self.num_codebooks > 64 {
+            return bad(
+                "num_codebooks",
+                format!("{} exceeds the supported 64", self.num_codebooks),
             );
         }
         if u32::try_from(q.bins).is_err() {
