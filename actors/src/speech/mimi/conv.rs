@@ -21,12 +21,18 @@ use crate::kernels::conv1d::{Conv1d, Conv1dParams, Conv1dWorkspace};
 use crate::kernels::conv_transpose1d::{
     ConvTranspose1d, ConvTranspose1dParams, ConvTranspose1dWorkspace,
 };
-use crate::kernels::matmul::{matmul_ws, MatmulWorkspace, Weights, SMALL_M};
+use crate::kernels::cpu::simd_level;
+use crate::kernels::f32_matvec;
 use voxlane_runtime::Fork;
 
-/// Output frames per matmul block: the matmul kernel's allocation-free
-/// matvec regime (one weight pass per block); also bounds the im2col scratch.
-const BLOCK_T: usize = SMALL_M;
+/// Output frames per block (bounds the im2col scratch of long batch calls).
+const BLOCK_T: usize = 64;
+
+/// Most weight rows per lane chunk.
+const ROW_CHUNK: usize = 64;
+
+/// Weight floats a chunk should keep cache-resident across a block's frames.
+const CHUNK_FLOATS: usize = 1 << 16;
 
 /// Streaming steps with at most this many output frames take the matmul route
 /// (measured at the official shapes: decoder 25 → 15 ms/frame against 4; no gain at 128).
@@ -57,7 +63,7 @@ impl ConvRoute {
 enum ConvImpl {
     Kernel(Conv1d),
     /// `[c_out, c_in·k]` (the torch layout) and the bias.
-    Matmul(Weights, Option<Vec<f32>>),
+    Matmul(Vec<f32>, Option<Vec<f32>>),
 }
 
 /// A transposed conv layer's weights in its route's layout.
@@ -65,7 +71,7 @@ enum ConvImpl {
 enum ConvTrImpl {
     Kernel(ConvTranspose1d),
     /// `[c_out·k, c_in]`.
-    Matmul(Weights),
+    Matmul(Vec<f32>),
 }
 
 /// Scratch shared by every conv of one session (sized at construction).
@@ -75,13 +81,11 @@ pub struct ConvScratch {
     cat: Vec<f32>,
     /// Untrimmed transposed-conv output.
     full: Vec<f32>,
-    /// Matmul route: `[BLOCK_T, c_in·k]` im2col rows and `[BLOCK_T, n]` results.
+    /// Matmul route: `[BLOCK_T, c_in·k]` im2col rows and `[n, BLOCK_T]` results.
     cols: Vec<f32>,
     rows: Vec<f32>,
     ws: Conv1dWorkspace,
     tr_ws: ConvTranspose1dWorkspace,
-    /// Unused by f32 weights (they need no activation quantization).
-    mm_ws: MatmulWorkspace,
 }
 
 fn grow(v: &mut Vec<f32>, n: usize) {
@@ -145,8 +149,13 @@ impl CausalConv {
             )));
         }
         let conv = if route == ConvRoute::Matmul && groups == 1 {
-            let w = Weights::f32(weight.to_vec(), c_out, c_in * kernel)?;
-            ConvImpl::Matmul(w, bias.map(<[f32]>::to_vec))
+            if weight.len() != c_out * c_in * kernel {
+                return Err(MimiError::Input(format!(
+                    "conv weight of {} values for {c_out}×{c_in}×{kernel}",
+                    weight.len()
+                )));
+            }
+            ConvImpl::Matmul(weight.to_vec(), bias.map(<[f32]>::to_vec))
         } else {
             ConvImpl::Kernel(Conv1d::new(params, weight, bias)?)
         };
@@ -186,9 +195,7 @@ impl CausalConv {
         match &self.conv {
             ConvImpl::Kernel(c) => sc.ws.reserve(c, self.hist + t)?,
             ConvImpl::Matmul(..) => {
-                let k = self.c_in * self.kernel;
-                grow(&mut sc.cols, BLOCK_T * k);
-                grow(&mut sc.rows, BLOCK_T * self.c_out);
+                grow(&mut sc.cols, BLOCK_T * self.c_in * self.kernel);
             }
         }
         Ok(())
@@ -254,9 +261,11 @@ impl CausalConv {
         let (k, s, d) = (self.kernel, self.stride, self.dilation);
         let kk = self.c_in * k;
         let t_out = (tp - (k - 1) * d - 1) / s + 1;
+        let out = &mut out[..self.c_out * t_out];
         let mut t0 = 0;
         while t0 < t_out {
             let tb = BLOCK_T.min(t_out - t0);
+            // im2col `[tb, c_in·k]`: frame r holds x[ci, (t0 + r)·s + j·d] at ci·k + j.
             let cols = &mut sc.cols[..tb * kk];
             for (r, row) in cols.chunks_exact_mut(kk).enumerate() {
                 let at = (t0 + r) * s;
@@ -267,17 +276,58 @@ impl CausalConv {
                     }
                 }
             }
-            let rows = &mut sc.rows[..tb * self.c_out];
-            matmul_ws(cols, tb, kk, w, bias, rows, &mut sc.mm_ws, pool)?;
-            for (r, row) in rows.chunks_exact(self.c_out).enumerate() {
-                for (co, v) in row.iter().enumerate() {
-                    out[co * t_out + t0 + r] = *v;
+            gemm_rows(pool, w, kk, cols, tb, out, t_out, t0)?;
+            if let Some(b) = bias {
+                for (row, bv) in out.chunks_exact_mut(t_out).zip(b) {
+                    row[t0..t0 + tb].iter_mut().for_each(|v| *v += bv);
                 }
             }
             t0 += tb;
         }
         Ok(())
     }
+}
+
+/// `c[r, col0 + j] = w[r, :]·xt[j, :]` for every row `r` of `w: [rows, kk]`
+/// and frame `j < n` of `xt: [n, kk]` (`c` has row stride `ldc`).
+///
+/// Rows are split over lanes in chunks sized from `kk` only (so every budget
+/// computes the same bits); a chunk of at most [`CHUNK_FLOATS`] weights stays
+/// in cache while each frame's dot products (the matvec contract order) run
+/// over it, so the weights stream from memory once per block.
+#[allow(clippy::too_many_arguments)]
+fn gemm_rows(
+    pool: &impl Fork,
+    w: &[f32],
+    kk: usize,
+    xt: &[f32],
+    n: usize,
+    c: &mut [f32],
+    ldc: usize,
+    col0: usize,
+) -> Result<(), MimiError> {
+    let level = simd_level();
+    let chunk = (CHUNK_FLOATS / kk.max(1)).clamp(4, ROW_CHUNK);
+    pool.for_each_chunk_mut(c, chunk * ldc, |ci, piece| {
+        let rows = piece.len() / ldc;
+        let r0 = ci * chunk;
+        let wr = &w[r0 * kk..(r0 + rows) * kk];
+        let mut y = [0.0f32; ROW_CHUNK];
+        for j in 0..n {
+            f32_matvec::rows(
+                level,
+                &xt[j * kk..(j + 1) * kk],
+                wr,
+                kk,
+                None,
+                &mut y[..rows],
+            );
+            for (r, v) in y[..rows].iter().enumerate() {
+                piece[r * ldc + col0 + j] = *v;
+            }
+        }
+    })?;
+    Ok(())
 }
 
 /// A causal transposed conv (right trim carried over), moshi `StreamingConvTranspose1d`.
@@ -328,7 +378,7 @@ impl CausalConvTr {
                     packed[j * c_in + ci] = *v;
                 }
             }
-            ConvTrImpl::Matmul(Weights::f32(packed, n, c_in)?)
+            ConvTrImpl::Matmul(packed)
         } else {
             ConvTrImpl::Kernel(ConvTranspose1d::new(params, weight, bias)?)
         };
@@ -405,19 +455,21 @@ impl CausalConvTr {
                 let mut t0 = 0;
                 while t0 < t {
                     let tb = BLOCK_T.min(t - t0);
+                    // [(c_out, k), tb] = W' · x[:, t0..t0 + tb], from frames `xᵀ`.
                     let cols = &mut sc.cols[..tb * self.c_in];
                     for (r, row) in cols.chunks_exact_mut(self.c_in).enumerate() {
                         for (ci, v) in row.iter_mut().enumerate() {
                             *v = x[ci * t + t0 + r];
                         }
                     }
-                    let rows = &mut sc.rows[..tb * n];
-                    matmul_ws(cols, tb, self.c_in, w, None, rows, &mut sc.mm_ws, pool)?;
-                    for (r, row) in rows.chunks_exact(n).enumerate() {
-                        let at = (t0 + r) * s;
-                        for (co, taps) in row.chunks_exact(k).enumerate() {
-                            let dst = &mut full[co * lf + at..co * lf + at + k];
-                            dst.iter_mut().zip(taps).for_each(|(o, v)| *o += v);
+                    let rows = &mut sc.rows[..n * tb];
+                    gemm_rows(pool, w, self.c_in, cols, tb, rows, tb, 0)?;
+                    for (co, taps) in rows.chunks_exact(k * tb).enumerate() {
+                        let dst = &mut full[co * lf..(co + 1) * lf];
+                        for (j, tap) in taps.chunks_exact(tb).enumerate() {
+                            for (r, v) in tap.iter().enumerate() {
+                                dst[(t0 + r) * s + j] += v;
+                            }
                         }
                     }
                     t0 += tb;
