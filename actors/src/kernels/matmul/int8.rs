@@ -59,9 +59,17 @@ impl ActivationQuant {
     }
 
     /// Quantize one value.
+    ///
+    /// `round_ties_even` is a libm call (`rintf`) on the baseline target and
+    /// dominated quantization. Adding and subtracting 1.5·2²³ rounds to an
+    /// integer half-to-even exactly for |x| < 2²²; clamping to ±1024 first
+    /// keeps x there without changing the result, which saturates at 0..=255
+    /// once the zero point (0..=255) is added.
     #[inline]
     pub fn quantize(&self, v: f32) -> u8 {
-        ((v / self.scale).round_ties_even() + self.zero_point as f32).clamp(0.0, 255.0) as u8
+        const MAGIC: f32 = 12_582_912.0;
+        let x = (v / self.scale).clamp(-1024.0, 1024.0);
+        (((x + MAGIC) - MAGIC) + self.zero_point as f32).clamp(0.0, 255.0) as u8
     }
 }
 

@@ -606,3 +606,47 @@ impl QLstm {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::matmul::ActivationQuant;
+
+    #[test]
+    fn fast_rounding_is_round_half_even() {
+        let mut x = -300.0f32;
+        while x < 300.0 {
+            for v in [x, x + 0.5, -x - 0.5, x.next_up(), x.next_down()] {
+                let q = ActivationQuant {
+                    scale: 1.0,
+                    zero_point: 128,
+                };
+                let want = (v.round_ties_even() + 128.0).clamp(0.0, 255.0) as u8;
+                assert_eq!(q.quantize(v), want, "{v}");
+            }
+            x += 0.125;
+        }
+    }
+
+    #[test]
+    fn qlinear_fast_path_equals_reference() {
+        let (k, n, m) = (70, 9, 5);
+        let weight: Vec<i8> = (0..k * n).map(|i| ((i * 37) % 255) as i8).collect();
+        let l = QLinear::new(
+            k,
+            n,
+            weight,
+            (0..n).map(|i| 0.01 + i as f32 * 1e-3).collect(),
+            vec![0; n],
+            Some((0..n).map(|i| i as f32 * 0.1).collect()),
+        )
+        .expect("bind");
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 7919) % 97) as f32 / 13.0 - 3.0)
+            .collect();
+        let mut out = vec![0.0f32; m * n];
+        l.forward(&Serial, &x, m, &mut out, &mut MatmulWorkspace::default())
+            .expect("forward");
+        assert_eq!(out, l.forward_reference(&x, m).expect("reference"));
+    }
+}
