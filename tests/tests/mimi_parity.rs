@@ -6,12 +6,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
+use voxlane_actors::kernels::matmul::{bf16, f16};
 use voxlane_actors::speech::mimi::quantizer::Quantizer;
 use voxlane_actors::speech::mimi::{
     Codes, MimiConfig, MimiDecoder, MimiEncoder, MimiError, MimiModel, MimiWeights,
 };
 use voxlane_runtime::io::read_npy;
-use voxlane_runtime::weights::WeightFile;
+use voxlane_runtime::weights::{write_safetensors, TensorData, WeightFile};
 use voxlane_runtime::LanePool;
 
 fn fixture(name: &str) -> PathBuf {
@@ -239,6 +240,69 @@ fn missing_and_unexpected_tensors_are_named() {
         MimiWeights::from_tensors(&cfg, bent),
         Err(MimiError::Shape { .. })
     ));
+}
+
+#[test]
+fn half_precision_files_load_and_integer_tensors_are_named() {
+    let cfg = MimiConfig::from_file(fixture("config.json")).unwrap();
+    let file = WeightFile::open(fixture("model.safetensors")).unwrap();
+    let dir = std::env::temp_dir();
+    let pcm = pcm();
+    let pool = LanePool::new(2).unwrap();
+    let want = reference_codes("codes.npy");
+    for (tag, half) in [("bf16", true), ("f16", false)] {
+        let owned: Vec<(String, TensorData, Vec<usize>)> = file
+            .names()
+            .map(|n| {
+                let t = file.get(n).unwrap();
+                let v = t.to_f32();
+                let data = if half {
+                    TensorData::BF16(v.iter().map(|x| bf16::from_f32(*x).to_bits()).collect())
+                } else {
+                    TensorData::F16(v.iter().map(|x| f16::from_f32(*x).to_bits()).collect())
+                };
+                (n.to_string(), data, t.shape.to_vec())
+            })
+            .collect();
+        let refs: Vec<(&str, TensorData, Vec<usize>)> = owned
+            .iter()
+            .map(|(n, d, s)| (n.as_str(), d.clone(), s.clone()))
+            .collect();
+        let path = dir.join(format!(
+            "voxlane-mimi-{tag}-{}.safetensors",
+            std::process::id()
+        ));
+        write_safetensors(&path, &refs, &[]).unwrap();
+        let model = MimiModel::load(cfg.clone(), &path).unwrap();
+        let codes = model.encode(&pool, &pcm).unwrap();
+        let same = codes
+            .data
+            .iter()
+            .zip(&want.data)
+            .filter(|(a, b)| a == b)
+            .count();
+        eprintln!(
+            "{tag} weights: {same}/{} codes equal to the f32 reference",
+            want.data.len()
+        );
+        assert_eq!(codes.frames, want.frames);
+        assert!(codes.data.iter().all(|&c| c < 256));
+
+        // An integer tensor is refused by name.
+        let mut bad = refs.clone();
+        let victim = "decoder.model.0.conv.conv.bias";
+        for t in bad.iter_mut().filter(|t| t.0 == victim) {
+            t.1 = TensorData::I32(vec![0; 128]);
+        }
+        write_safetensors(&path, &bad, &[]).unwrap();
+        let f = WeightFile::open(&path).unwrap();
+        match MimiWeights::from_file(&cfg, &f) {
+            Err(MimiError::Dtype { tensor, .. }) => assert_eq!(tensor, victim),
+            other => panic!("expected a Dtype error, got {other:?}"),
+        }
+        drop(f);
+        std::fs::remove_file(&path).unwrap();
+    }
 }
 
 #[test]

@@ -415,10 +415,10 @@ impl MimiConfig {
                 return bad(field, "must be positive".into());
             }
         }
-        if s.ratios.is_empty() || s.ratios.contains(&0) {
+        if s.ratios.is_empty() || s.ratios.len() > 16 || s.ratios.contains(&0) {
             return bad(
                 "seanet.ratios",
-                format!("{:?} must be non-empty and positive", s.ratios),
+                format!("{:?} must be 1 to 16 positive ratios", s.ratios),
             );
         }
         if s.channels != 1 {

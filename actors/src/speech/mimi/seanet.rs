@@ -124,7 +124,7 @@ pub fn layout(cfg: &SeanetConfig, decoder: bool) -> Vec<Block> {
                 dim,
                 hidden: dim / cfg.compress,
                 kernel: cfg.residual_kernel_size,
-                dilation: cfg.dilation_base.pow(j as u32),
+                dilation: cfg.dilation_base.saturating_pow(j as u32),
                 shortcut: !cfg.true_skip,
             };
             blocks.push(b);

@@ -272,3 +272,58 @@ impl MimiWeights {
         self.tensors.keys().map(String::as_str)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn official_layout_names_and_shapes() {
+        let e = expected_tensors(&MimiConfig::default());
+        let find = |n: &str| {
+            e.iter()
+                .find(|x| x.name == n)
+                .unwrap_or_else(|| panic!("{n}"))
+        };
+        assert_eq!(find("encoder.model.0.conv.conv.weight").shape, [64, 1, 7]);
+        assert_eq!(
+            find("encoder.model.12.conv.conv.weight").shape,
+            [1024, 512, 16]
+        );
+        assert_eq!(
+            find("encoder.model.14.conv.conv.weight").shape,
+            [512, 1024, 3]
+        );
+        assert_eq!(
+            find("decoder.model.2.convtr.convtr.weight").shape,
+            [1024, 512, 16]
+        );
+        assert_eq!(find("decoder.model.14.conv.conv.weight").shape, [1, 64, 3]);
+        assert_eq!(
+            find("downsample.conv.conv.conv.weight").shape,
+            [512, 512, 4]
+        );
+        assert_eq!(
+            find("upsample.convtr.convtr.convtr.weight").shape,
+            [512, 1, 4]
+        );
+        let l = "decoder_transformer.transformer.layers.7";
+        assert_eq!(
+            find(&format!("{l}.self_attn.in_proj_weight")).shape,
+            [1536, 512]
+        );
+        assert_eq!(find(&format!("{l}.linear1.weight")).shape, [2048, 512]);
+        let last = find("quantizer.rvq_rest.vq.layers.30._codebook.embedding_sum");
+        assert_eq!(
+            (last.shape.as_slice(), last.used),
+            ([2048, 256].as_slice(), false)
+        );
+        assert!(find("quantizer.rvq_rest.vq.layers.6._codebook.cluster_usage").used);
+        assert!(!find("quantizer.rvq_rest.vq.layers.7._codebook.cluster_usage").used);
+        assert!(find("quantizer.rvq_first.vq.layers.0._codebook._initialized").optional);
+        // Per SEANet: 2 outer convs + 4 × (strided conv + 2-conv residual block), weight and
+        // bias each; 2 × 8 transformer layers of 10; resampling; 2 × 2 projections; 32 codebooks.
+        let required = e.iter().filter(|x| !x.optional).count();
+        assert_eq!(required, 2 * (2 * 2 + 4 * 6) + 2 * 8 * 10 + 2 + 4 + 32 * 2);
+    }
+}
