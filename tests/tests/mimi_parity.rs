@@ -126,6 +126,36 @@ fn streaming_codes_match_pytorch_exactly() {
 }
 
 #[test]
+fn multi_frame_streaming_steps_match_too() {
+    // Steps of 5 code frames (10 encoder steps per transformer call).
+    let model = model();
+    let pool = LanePool::new(2).unwrap();
+    let pcm = pcm();
+    let (fs, k) = (model.frame_size(), model.num_codebooks());
+    let want = reference_codes("codes_streaming.npy");
+    let mut st = model.encoder_state(5).unwrap();
+    let mut got = vec![0; k * want.frames];
+    let mut block = vec![0; k * 5];
+    for (b, chunk) in pcm.chunks(5 * fs).enumerate() {
+        let n = chunk.len() / fs;
+        model
+            .encode_step(&pool, &mut st, chunk, &mut block[..k * n])
+            .unwrap();
+        for kk in 0..k {
+            for t in 0..n {
+                got[kk * want.frames + b * 5 + t] = block[kk * n + t];
+            }
+        }
+    }
+    let got = Codes {
+        num_codebooks: k,
+        frames: want.frames,
+        data: got,
+    };
+    assert_codes_eq(&got, &want, "5-frame streaming encode");
+}
+
+#[test]
 fn decoded_audio_matches_pytorch() {
     let model = Arc::new(model());
     let pool = LanePool::new(2).unwrap();

@@ -6,6 +6,16 @@
 //! streaming semantics), [`seanet`], [`transformer`], [`resample`],
 //! [`quantizer`], and [`model`] (the pipeline and streaming sessions).
 
+//!
+//! Use: `MimiConfig::from_file` (or `MimiConfig::default()` for the official
+//! checkpoint), `MimiModel::load(cfg, path)` → `Arc<MimiModel>`; batch
+//! `model.encode(&pool, &pcm) -> Codes` / `model.decode(&pool, &codes)`;
+//! streaming `MimiEncoder::new(model)` then `step(&pool, &pcm[..1920], &mut
+//! codes[..K])`, `MimiDecoder::step(&pool, &codes, &mut pcm[..1920])`,
+//! `reset()`. A kernel machine for Mimi needs exactly these: prepare = config +
+//! load (typed [`MimiError`]s), bind = session construction (all buffers),
+//! execute = one `step` (allocation-free, bit-identical for every budget).
+
 pub mod attention;
 pub mod config;
 pub mod conv;
