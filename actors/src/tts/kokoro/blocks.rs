@@ -18,13 +18,16 @@
 
 use voxlane_runtime::Fork;
 
+use super::adain_snake::{adain_snake_rows, RowParams};
 use super::graph::{KokoroError, KokoroGraph};
-use super::quant::{QConv, QConvWorkspace, QLinear};
+use super::lane_qconv::{merge_range, LaneQConv, LaneQConvWorkspace};
+use super::pointwise;
+use super::quant::QLinear;
 use crate::kernels::conv_transpose1d::{
     ConvTranspose1d, ConvTranspose1dParams, ConvTranspose1dWorkspace,
 };
 use crate::kernels::cpu::simd_level;
-use crate::kernels::elementwise::activations::{leaky_relu, snake};
+use crate::kernels::elementwise::activations::leaky_relu;
 use crate::kernels::elementwise::norms::adain;
 use crate::kernels::error::check_len;
 use crate::kernels::matmul::MatmulWorkspace;
@@ -60,9 +63,7 @@ pub fn par_add(pool: &impl Fork, a: &mut [f32], b: &[f32]) -> Result<(), KokoroE
     pool.for_each_chunk_mut(a, POINT_CHUNK, |i, c| {
         let o = i * POINT_CHUNK;
         let m = c.len();
-        for (x, &y) in c.iter_mut().zip(&b[o..o + m]) {
-            *x += y;
-        }
+        pointwise::add(c, &b[o..o + m]);
     })?;
     Ok(())
 }
@@ -162,7 +163,7 @@ pub struct BlockWorkspace {
     b: Vec<f32>,
     c: Vec<f32>,
     gb: Vec<f32>,
-    qconv: QConvWorkspace,
+    qconv: LaneQConvWorkspace,
     ct: ConvTranspose1dWorkspace,
     mm: MatmulWorkspace,
 }
@@ -179,10 +180,10 @@ impl BlockWorkspace {
 pub struct AdainResBlk1d {
     norm1: AdaIn1d,
     norm2: AdaIn1d,
-    conv1: QConv,
-    conv2: QConv,
+    conv1: LaneQConv,
+    conv2: LaneQConv,
     /// Learned shortcut (`dim_in != dim_out`).
-    conv1x1: Option<QConv>,
+    conv1x1: Option<LaneQConv>,
     /// Depthwise ×2 transposed conv on the residual (upsampling blocks only).
     pool: Option<ConvTranspose1d>,
     c_in: usize,
@@ -194,12 +195,14 @@ impl AdainResBlk1d {
     pub fn load(g: &KokoroGraph<'_>, prefix: &str) -> Result<Self, KokoroError> {
         let norm1 = AdaIn1d::load(g, &format!("{prefix}/norm1"))?;
         let norm2 = AdaIn1d::load(g, &format!("{prefix}/norm2"))?;
-        let conv1 = g.qconv(&format!("{prefix}/conv1/Conv_quant"))?;
-        let conv2 = g.qconv(&format!("{prefix}/conv2/Conv_quant"))?;
+        let conv1 = LaneQConv::new(g.qconv(&format!("{prefix}/conv1/Conv_quant"))?)?;
+        let conv2 = LaneQConv::new(g.qconv(&format!("{prefix}/conv2/Conv_quant"))?)?;
         let c_in = norm1.channels();
-        let c_out = conv2.params.c_out;
+        let c_out = conv2.params().c_out;
         let conv1x1 = match g.node(&format!("{prefix}/conv1x1/Conv_quant")) {
-            Ok(_) => Some(g.qconv(&format!("{prefix}/conv1x1/Conv_quant"))?),
+            Ok(_) => Some(LaneQConv::new(
+                g.qconv(&format!("{prefix}/conv1x1/Conv_quant"))?,
+            )?),
             Err(_) => None,
         };
         let pool = match g.node(&format!("{prefix}/pool/ConvTranspose")) {
@@ -233,7 +236,7 @@ impl AdainResBlk1d {
             node: prefix.to_string(),
             detail,
         };
-        let (p1, p2) = (&self.conv1.params, &self.conv2.params);
+        let (p1, p2) = (self.conv1.params(), self.conv2.params());
         if p1.c_in != self.c_in || p1.c_out != self.c_out || p2.c_in != self.c_out {
             return Err(bad(format!(
                 "conv shapes {}→{}, {}→{} disagree with norm1 width {}",
@@ -244,7 +247,7 @@ impl AdainResBlk1d {
             return Err(bad("norm2 width differs from conv1 outputs".into()));
         }
         match &self.conv1x1 {
-            Some(sc) if sc.params.c_in != self.c_in || sc.params.c_out != self.c_out => {
+            Some(sc) if sc.params().c_in != self.c_in || sc.params().c_out != self.c_out => {
                 Err(bad("conv1x1 shape disagrees with the block".into()))
             }
             None if self.c_in != self.c_out => Err(bad("no conv1x1 although widths differ".into())),
@@ -336,9 +339,7 @@ impl AdainResBlk1d {
         pool.for_each_chunk_mut(out, POINT_CHUNK, |i, c| {
             let o = i * POINT_CHUNK;
             let m = c.len();
-            for (s, &r) in c.iter_mut().zip(&r2[o..o + m]) {
-                *s = (r + *s) / SQRT_2;
-            }
+            pointwise::add_div(c, &r2[o..o + m], SQRT_2);
         })?;
         Ok(())
     }
@@ -348,11 +349,15 @@ impl AdainResBlk1d {
 #[derive(Debug, Clone)]
 struct SnakeBranch {
     adain1: AdaIn1d,
+    /// Snake α and 1/α before `conv1`.
     alpha1: Vec<f32>,
-    conv1: QConv,
+    inv_alpha1: Vec<f32>,
+    conv1: LaneQConv,
     adain2: AdaIn1d,
+    /// Snake α and 1/α before `conv2`.
     alpha2: Vec<f32>,
-    conv2: QConv,
+    inv_alpha2: Vec<f32>,
+    conv2: LaneQConv,
 }
 
 /// The generator's `AdaINResBlock1` (Snake activations, 3 dilations).
@@ -368,7 +373,8 @@ pub struct ResBlock1Workspace {
     xt: Vec<f32>,
     y: Vec<f32>,
     gb: Vec<f32>,
-    qconv: QConvWorkspace,
+    gb2: Vec<f32>,
+    qconv: LaneQConvWorkspace,
     mm: MatmulWorkspace,
 }
 
@@ -390,13 +396,21 @@ impl AdaInResBlock1 {
                 let t = g.tensor(&name)?;
                 g.f32s(&t)
             };
+            let (alpha1, alpha2) = (
+                alpha(format!("{param}.alpha1.{j}"))?,
+                alpha(format!("{param}.alpha2.{j}"))?,
+            );
+            // The export folds `1/α` into a constant: f32 division, as here.
+            let inv = |a: &[f32]| a.iter().map(|&v| 1.0 / v).collect::<Vec<f32>>();
             branches.push(SnakeBranch {
                 adain1: AdaIn1d::load(g, &format!("{prefix}/adain1.{j}"))?,
-                alpha1: alpha(format!("{param}.alpha1.{j}"))?,
-                conv1: g.qconv(&format!("{prefix}/convs1.{j}/Conv_quant"))?,
+                inv_alpha1: inv(&alpha1),
+                inv_alpha2: inv(&alpha2),
+                alpha1,
+                alpha2,
+                conv1: LaneQConv::new(g.qconv(&format!("{prefix}/convs1.{j}/Conv_quant"))?)?,
                 adain2: AdaIn1d::load(g, &format!("{prefix}/adain2.{j}"))?,
-                alpha2: alpha(format!("{param}.alpha2.{j}"))?,
-                conv2: g.qconv(&format!("{prefix}/convs2.{j}/Conv_quant"))?,
+                conv2: LaneQConv::new(g.qconv(&format!("{prefix}/convs2.{j}/Conv_quant"))?)?,
             });
             j += 1;
         }
@@ -407,7 +421,7 @@ impl AdaInResBlock1 {
                 .all(|&c| c == channels)
                 && [&b.conv1, &b.conv2]
                     .iter()
-                    .all(|c| c.params.c_in == channels && c.params.c_out == channels);
+                    .all(|c| c.params().c_in == channels && c.params().c_out == channels);
             if !ok {
                 return Err(KokoroError::BadNode {
                     node: prefix.to_string(),
@@ -429,6 +443,11 @@ impl AdaInResBlock1 {
     }
 
     /// `x: [C, t]` in place: every branch adds its residual.
+    ///
+    /// Per branch: `xt = snake(adain1(x))` row by row (with the range for its
+    /// quantization), `conv1`, whose dequantized rows go straight through
+    /// `adain2` and the second Snake, `conv2`, whose dequantized rows are added
+    /// onto `x`: three passes over the activations besides the convs.
     pub fn forward(
         &self,
         pool: &impl Fork,
@@ -439,47 +458,76 @@ impl AdaInResBlock1 {
     ) -> Result<(), KokoroError> {
         let c = self.channels;
         check_len("resblock input", c * t, x.len())?;
+        if t == 0 {
+            return Ok(());
+        }
         grow(&mut ws.xt, c * t);
         grow(&mut ws.y, c * t);
         grow(&mut ws.gb, 2 * c);
-        let level = simd_level();
+        grow(&mut ws.gb2, 2 * c);
         let rows = rows_per_chunk(t);
         for b in &self.branches {
-            let xt = &mut ws.xt[..c * t];
-            xt.copy_from_slice(x);
-            let gb = &mut ws.gb[..2 * c];
-            b.adain1.style_params(pool, style, gb, &mut ws.mm)?;
-            b.adain1.apply(pool, xt, t, gb)?;
-            par_snake(pool, xt, t, rows, &b.alpha1, level)?;
-            let y = &mut ws.y[..c * t];
-            b.conv1
-                .forward(pool, &ws.xt[..c * t], t, y, &mut ws.qconv)?;
-            b.adain2.style_params(pool, style, gb, &mut ws.mm)?;
-            b.adain2.apply(pool, y, t, gb)?;
-            par_snake(pool, y, t, rows, &b.alpha2, level)?;
-            let xt = &mut ws.xt[..c * t];
-            b.conv2
-                .forward(pool, &ws.y[..c * t], t, xt, &mut ws.qconv)?;
-            par_add(pool, x, &ws.xt[..c * t])?;
+            b.adain1
+                .style_params(pool, style, &mut ws.gb[..2 * c], &mut ws.mm)?;
+            b.adain2
+                .style_params(pool, style, &mut ws.gb2[..2 * c], &mut ws.mm)?;
+            let (g1, b1) = ws.gb[..2 * c].split_at(c);
+            let (g2, b2) = ws.gb2[..2 * c].split_at(c);
+            let p1 = RowParams {
+                gamma: g1,
+                beta: b1,
+                alpha: &b.alpha1,
+                inv_alpha: &b.inv_alpha1,
+                eps: ADAIN_EPS,
+            };
+            let p2 = RowParams {
+                gamma: g2,
+                beta: b2,
+                alpha: &b.alpha2,
+                inv_alpha: &b.inv_alpha2,
+                eps: ADAIN_EPS,
+            };
+            // xt = snake(adain1(x)), row chunks; their ranges merge exactly.
+            let range = std::sync::Mutex::new([0.0f32, 0.0f32]);
+            let src: &[f32] = x;
+            pool.for_each_chunk_mut(&mut ws.xt[..c * t], rows * t, |i, chunk| {
+                let (r0, n) = (i * rows, chunk.len() / t);
+                chunk.copy_from_slice(&src[r0 * t..(r0 + n) * t]);
+                adain_snake_rows(chunk, t, p1.rows(r0, n));
+                let r = pointwise::range(chunk);
+                if let Ok(mut m) = range.lock() {
+                    *m = merge_range(*m, &r);
+                }
+            })?;
+            let r1 = range.into_inner().unwrap_or([0.0, 0.0]);
+            // y = snake(adain2(conv1(xt))), finished row by row.
+            let r2 = b.conv1.forward_rows(
+                pool,
+                &ws.xt[..c * t],
+                t,
+                Some(r1),
+                &mut ws.y[..c * t],
+                &mut ws.qconv,
+                |acc, bq, s, row, co| {
+                    pointwise::dequantize(acc, bq, s, row);
+                    adain_snake_rows(row, t, p2.rows(co, 1));
+                    pointwise::range(row)
+                },
+            )?;
+            // x += conv2(y).
+            b.conv2.forward_rows(
+                pool,
+                &ws.y[..c * t],
+                t,
+                Some(r2),
+                x,
+                &mut ws.qconv,
+                |acc, bq, s, row, _| {
+                    pointwise::dequantize_add(acc, bq, s, row);
+                    [0.0, 0.0]
+                },
+            )?;
         }
         Ok(())
     }
-}
-
-/// Snake over whole rows in fixed chunks.
-fn par_snake(
-    pool: &impl Fork,
-    x: &mut [f32],
-    t: usize,
-    rows: usize,
-    alpha: &[f32],
-    level: crate::kernels::cpu::SimdLevel,
-) -> Result<(), KokoroError> {
-    pool.for_each_chunk_mut(x, rows * t, |i, chunk| {
-        let r0 = i * rows;
-        let n = chunk.len() / t.max(1);
-        // Lengths match by construction (whole rows of `alpha`'s channels).
-        let _ = snake(level, chunk, &alpha[r0..r0 + n], t);
-    })?;
-    Ok(())
 }

@@ -12,7 +12,7 @@ use voxlane_runtime::Fork;
 
 use super::blocks::{grow, AdainResBlk1d, BlockWorkspace};
 use super::graph::{KokoroError, KokoroGraph};
-use super::quant::{QConv, QConvWorkspace};
+use super::lane_qconv::{LaneQConv, LaneQConvWorkspace};
 use crate::kernels::error::check_len;
 
 const D: &str = "/decoder/decoder";
@@ -20,9 +20,9 @@ const D: &str = "/decoder/decoder";
 /// The bound decoder.
 #[derive(Debug, Clone)]
 pub struct Decoder {
-    f0_conv: QConv,
-    n_conv: QConv,
-    asr_res: QConv,
+    f0_conv: LaneQConv,
+    n_conv: LaneQConv,
+    asr_res: LaneQConv,
     encode: AdainResBlk1d,
     decode: Vec<AdainResBlk1d>,
 }
@@ -35,7 +35,7 @@ pub struct DecoderWorkspace {
     res: Vec<f32>,
     cat: Vec<f32>,
     x: Vec<f32>,
-    qconv: QConvWorkspace,
+    qconv: LaneQConvWorkspace,
     block: BlockWorkspace,
 }
 
@@ -58,9 +58,9 @@ fn concat(dst: &mut [f32], parts: &[&[f32]]) {
 impl Decoder {
     /// Load every decoder weight from the graph (packed once).
     pub fn load(g: &KokoroGraph<'_>) -> Result<Self, KokoroError> {
-        let f0_conv = g.qconv(&format!("{D}/F0_conv/Conv_quant"))?;
-        let n_conv = g.qconv(&format!("{D}/N_conv/Conv_quant"))?;
-        let asr_res = g.qconv(&format!("{D}/asr_res/asr_res.0/Conv_quant"))?;
+        let f0_conv = LaneQConv::new(g.qconv(&format!("{D}/F0_conv/Conv_quant"))?)?;
+        let n_conv = LaneQConv::new(g.qconv(&format!("{D}/N_conv/Conv_quant"))?)?;
+        let asr_res = LaneQConv::new(g.qconv(&format!("{D}/asr_res/asr_res.0/Conv_quant"))?)?;
         let encode = AdainResBlk1d::load(g, &format!("{D}/encode"))?;
         let mut decode = Vec::new();
         let mut i = 0;
@@ -80,8 +80,8 @@ impl Decoder {
     }
 
     fn check(&self) -> Result<(), KokoroError> {
-        let asr = self.asr_res.params.c_in;
-        let res = self.asr_res.params.c_out;
+        let asr = self.asr_res.params().c_in;
+        let res = self.asr_res.params().c_out;
         let mut ok = self.encode.c_in() == asr + 2 && !self.decode.is_empty();
         let mut c = self.encode.c_out();
         let last = self.decode.len().saturating_sub(1);
@@ -103,7 +103,7 @@ impl Decoder {
 
     /// Width of the `asr` input (512).
     pub fn asr_dim(&self) -> usize {
-        self.asr_res.params.c_in
+        self.asr_res.params().c_in
     }
 
     /// Output channels (512).
@@ -151,7 +151,7 @@ impl Decoder {
             grow(dst, f);
             conv.forward(pool, src, 2 * f, &mut dst[..f], &mut ws.qconv)?;
         }
-        let res_c = self.asr_res.params.c_out;
+        let res_c = self.asr_res.params().c_out;
         grow(&mut ws.res, res_c * f);
         self.asr_res
             .forward(pool, asr, f, &mut ws.res[..res_c * f], &mut ws.qconv)?;

@@ -11,7 +11,7 @@
 //! ```
 //!
 //! Float parts (`ups.*`, `conv_post`) run on the f32 conv kernels, every
-//! `ConvInteger` on [`QConv`]; the resblocks dominate the cost.
+//! `ConvInteger` on [`LaneQConv`]; the resblocks dominate the cost.
 
 use voxlane_runtime::Fork;
 
@@ -19,7 +19,8 @@ use super::blocks::{
     grow, par_add, par_leaky_relu, AdaInResBlock1, ResBlock1Workspace, POINT_CHUNK,
 };
 use super::graph::{FloatConv, KokoroError, KokoroGraph};
-use super::quant::{QConv, QConvWorkspace};
+use super::lane_qconv::{LaneQConv, LaneQConvWorkspace};
+use super::pointwise;
 use super::source::{HarmonicSource, UPSAMPLE};
 use super::stft::{Istft, IstftWorkspace, SourceStft, CHANNELS};
 use crate::kernels::conv1d::{Conv1d, Conv1dParams, Conv1dWorkspace};
@@ -38,7 +39,7 @@ const KERNELS: usize = 3;
 pub struct Generator {
     source: HarmonicSource,
     stft: SourceStft,
-    noise_convs: [QConv; 2],
+    noise_convs: [LaneQConv; 2],
     noise_res: [AdaInResBlock1; 2],
     ups: [ConvTranspose1d; 2],
     /// Output channels of `ups.0` / `ups.1`.
@@ -58,7 +59,7 @@ pub struct GeneratorWorkspace {
     up: Vec<f32>,
     acc: Vec<f32>,
     tmp: Vec<f32>,
-    qconv: QConvWorkspace,
+    qconv: LaneQConvWorkspace,
     rb: ResBlock1Workspace,
     ct: ConvTranspose1dWorkspace,
     conv: Conv1dWorkspace,
@@ -110,8 +111,8 @@ impl Generator {
         let source = HarmonicSource::new(&lw, lb.first().copied().unwrap_or(0.0))?;
         let stft = SourceStft::new(&first_input_f32s(g, &format!("{G}/STFT"), 2)?)?;
         let noise_convs = [
-            g.qconv(&format!("{G}/noise_convs.0/Conv_quant"))?,
-            g.qconv(&format!("{G}/noise_convs.1/Conv_quant"))?,
+            LaneQConv::new(g.qconv(&format!("{G}/noise_convs.0/Conv_quant"))?)?,
+            LaneQConv::new(g.qconv(&format!("{G}/noise_convs.1/Conv_quant"))?)?,
         ];
         let noise_res = [
             AdaInResBlock1::load(g, &format!("{G}/noise_res.0"), &format!("{P}.noise_res.0"))?,
@@ -159,8 +160,8 @@ impl Generator {
     }
 
     fn check(&self) -> Result<(), KokoroError> {
-        let ok = self.noise_convs[0].params.c_out == self.ups_ch[0]
-            && self.noise_convs[1].params.c_out == self.ups_ch[1]
+        let ok = self.noise_convs[0].params().c_out == self.ups_ch[0]
+            && self.noise_convs[1].params().c_out == self.ups_ch[1]
             && self.noise_res[0].channels() == self.ups_ch[0]
             && self.noise_res[1].channels() == self.ups_ch[1]
             && self.resblocks[..KERNELS]
@@ -246,7 +247,7 @@ impl Generator {
         for (i, (nc, nr)) in self.noise_convs.iter().zip(&self.noise_res).enumerate() {
             let tn = nc.out_len(ts)?;
             lens[i] = tn;
-            let c = nc.params.c_out;
+            let c = nc.params().c_out;
             grow(&mut ws.noise[i], c * tn);
             let buf = &mut ws.noise[i][..c * tn];
             nc.forward(pool, spec, ts, buf, &mut ws.qconv)?;
@@ -303,9 +304,7 @@ impl Generator {
             pool.for_each_chunk_mut(x, POINT_CHUNK, |i, ch| {
                 let o = i * POINT_CHUNK;
                 let m = ch.len();
-                for (d, &a) in ch.iter_mut().zip(&acc[o..o + m]) {
-                    *d = a / KERNELS as f32;
-                }
+                pointwise::div_into(ch, &acc[o..o + m], KERNELS as f32);
             })?;
             c = cu;
             tx = tp;

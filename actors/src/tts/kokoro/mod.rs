@@ -5,8 +5,10 @@
 //! exactly as onnxruntime does; the front half is [`albert`] (PL-BERT →
 //! `d_en`), [`prosody`] (durations, F0, N) and [`text_encoder`] (`asr`),
 //! put together by [`front`]; the back half is [`decoder`] and [`generator`]
-//! (with [`blocks`], [`source`], [`stft`]), put together by [`back`].
+//! (with [`blocks`], [`adain_snake`], [`lane_qconv`], [`pointwise`],
+//! [`source`], [`stft`]), put together by [`back`].
 
+pub mod adain_snake;
 pub mod albert;
 pub mod back;
 pub mod blocks;
@@ -14,6 +16,8 @@ pub mod decoder;
 pub mod front;
 pub mod generator;
 pub mod graph;
+pub mod lane_qconv;
+pub mod pointwise;
 pub mod prosody;
 pub mod quant;
 pub mod source;

@@ -34,6 +34,11 @@ const VOICED_THRESHOLD: f32 = 10.0;
 const SINE_AMP: f32 = 0.1;
 /// The export's downsampling scale, `1/300` as the f32 the graph stores.
 const DOWN_SCALE: f32 = 0.003_333_333_4;
+/// `1/2π` and `2π` for the phase reduction.
+const INV_TAU: f64 = 1.0 / std::f64::consts::TAU;
+const TAU: f64 = std::f64::consts::TAU;
+/// `1.5 · 2⁵²`: adding and subtracting it rounds an f64 to an integer (no libm call).
+const ROUND_MAGIC: f64 = 6_755_399_441_055_744.0;
 /// Samples per parallel chunk (fixed: determinism; stack scratch of 9×chunk).
 const CHUNK: usize = 512;
 
@@ -108,17 +113,22 @@ impl HarmonicSource {
         let level = simd_level();
         pool.for_each_chunk_mut(out, CHUNK, |ci, dst| {
             let j0 = ci * CHUNK;
-            let mut s = [0.0f32; HARMONICS * CHUNK];
             let m = dst.len();
+            let mut taps = [(0usize, 0usize, 0.0f32, 0.0f32); CHUNK];
+            for (k, tap) in taps[..m].iter_mut().enumerate() {
+                *tap = linear_tap(j0 + k, UPSAMPLE as f32, n);
+            }
+            let mut s = [0.0f32; HARMONICS * CHUNK];
             for h in 0..HARMONICS {
                 let row = &phases[h * n..(h + 1) * n];
                 let sh = &mut s[h * CHUNK..h * CHUNK + m];
-                for (k, v) in sh.iter_mut().enumerate() {
-                    let (x1, x2, dx1, dx2) = linear_tap(j0 + k, UPSAMPLE as f32, n);
+                for (v, &(x1, x2, dx1, dx2)) in sh.iter_mut().zip(&taps[..m]) {
                     let p = row[x1] * dx2 + row[x2] * dx1;
-                    // Exact-enough reduction: p is an f32, 2π in f64.
-                    let r = (p as f64) % std::f64::consts::TAU;
-                    *v = r as f32;
+                    // Reduce mod 2π in f64 (p is exact there; k·2π errs by
+                    // ~1e-10 rad at the largest phases).
+                    let pd = p as f64;
+                    let k = (pd * INV_TAU + ROUND_MAGIC) - ROUND_MAGIC;
+                    *v = (pd - k * TAU) as f32;
                 }
                 sin_inplace(level, sh);
             }

@@ -1,0 +1,193 @@
+//! [`QConv`]'s exact arithmetic with every pass on the lanes.
+//!
+//! `QConv::forward` quantizes the input and dequantizes the output on the
+//! calling thread; on the generator's `[128, 60·T]` activations those two
+//! serial passes cost more than the integer convolution itself. This runs the
+//! same three steps split into fixed chunks (so results stay bit-identical
+//! for every thread budget, and equal to `QConv::forward`):
+//! 1. `DynamicQuantizeLinear`: per-chunk min/max reduced in chunk order, then
+//!    `q = clamp(round_half_even(x / scale) + zp, 0, 255)`;
+//! 2. `ConvInteger` on [`Conv1dInt8::conv_integer`];
+//! 3. `Cast(acc + Floor(bias / s)) · s` with `s = x_scale · w_scale`.
+
+use voxlane_runtime::Fork;
+
+use super::blocks::grow;
+use super::graph::KokoroError;
+use super::pointwise;
+use super::quant::QConv;
+use crate::kernels::conv1d::Conv1dParams;
+use crate::kernels::conv1d_int8::{Conv1dInt8, Conv1dInt8Workspace};
+use crate::kernels::error::check_len;
+use crate::kernels::matmul::{ActivationQuant, IntWeights};
+
+/// Elements per parallel chunk of the quantize and dequantize passes.
+const CHUNK: usize = 1 << 14;
+
+/// Combine two `[lo, hi]` ranges (exact, so any order gives the same result).
+pub fn merge_range(a: [f32; 2], b: &[f32; 2]) -> [f32; 2] {
+    [a[0].min(b[0]), a[1].max(b[1])]
+}
+
+/// A `ConvInteger` layer (as [`QConv`]) whose every pass runs on the lanes.
+#[derive(Debug, Clone)]
+pub struct LaneQConv {
+    params: Conv1dParams,
+    w_scale: f32,
+    bias: Option<Vec<f32>>,
+    conv: Conv1dInt8,
+}
+
+/// Scratch for [`LaneQConv::forward`]; one serves any number of convs.
+#[derive(Debug, Default)]
+pub struct LaneQConvWorkspace {
+    xq: Vec<u8>,
+    acc: Vec<i32>,
+    minmax: Vec<[f32; 2]>,
+    conv: Conv1dInt8Workspace,
+}
+
+impl LaneQConvWorkspace {
+    /// An empty workspace.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// `DynamicQuantizeLinear` of `x` into `xq` over fixed chunks.
+/// `range` is `[min(0, x…), max(0, x…)]` when the caller already knows it.
+pub fn quantize_on_lanes(
+    pool: &impl Fork,
+    x: &[f32],
+    xq: &mut [u8],
+    range: Option<[f32; 2]>,
+    minmax: &mut Vec<[f32; 2]>,
+) -> Result<ActivationQuant, KokoroError> {
+    check_len("quantized activations", x.len(), xq.len())?;
+    let [lo, hi] = match range {
+        Some(r) => r,
+        None => {
+            let chunks = x.len().div_ceil(CHUNK);
+            grow(minmax, chunks);
+            pool.for_each_chunk_mut(&mut minmax[..chunks], 1, |i, mm| {
+                mm[0] = pointwise::range(&x[i * CHUNK..((i + 1) * CHUNK).min(x.len())]);
+            })?;
+            minmax[..chunks].iter().fold([0.0f32, 0.0f32], merge_range)
+        }
+    };
+    // The expressions of `ActivationQuant::for_tensor`.
+    let scale = if hi == lo { 1.0 } else { (hi - lo) / 255.0 };
+    let zp = (0.0 - lo / scale).clamp(0.0, 255.0).round_ties_even();
+    let aq = ActivationQuant {
+        scale,
+        zero_point: zp as u8,
+    };
+    pool.for_each_chunk_mut(xq, CHUNK, |i, d| {
+        pointwise::quantize(&x[i * CHUNK..i * CHUNK + d.len()], scale, zp, d);
+    })?;
+    Ok(aq)
+}
+
+impl LaneQConv {
+    /// Take over a resolved [`QConv`] (its weights are repacked once here).
+    pub fn new(q: QConv) -> Result<Self, KokoroError> {
+        let conv = Conv1dInt8::new(
+            q.params,
+            IntWeights::U8(&q.weight),
+            &[q.w_scale],
+            &[i32::from(q.w_zero)],
+            None,
+        )?;
+        Ok(Self {
+            params: q.params,
+            w_scale: q.w_scale,
+            bias: q.bias,
+            conv,
+        })
+    }
+
+    /// Shape and attributes.
+    pub fn params(&self) -> &Conv1dParams {
+        &self.params
+    }
+
+    /// Output frames for `t_in` input frames.
+    pub fn out_len(&self, t_in: usize) -> Result<usize, KokoroError> {
+        Ok(self.params.out_len(t_in)?)
+    }
+
+    /// `out[c_out, t_out]` from `x[c_in, t_in]`, bit-identical to `QConv::forward`.
+    pub fn forward(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t_in: usize,
+        out: &mut [f32],
+        ws: &mut LaneQConvWorkspace,
+    ) -> Result<(), KokoroError> {
+        self.forward_rows(pool, x, t_in, None, out, ws, |acc, bq, s, o, _| {
+            pointwise::dequantize(acc, bq, s, o);
+            [0.0, 0.0]
+        })?;
+        Ok(())
+    }
+
+    /// Quantize `x` (with its `[min(0, x…), max(0, x…)]` if known), run the
+    /// integer conv, then call `finish(acc_row, bias_q, s, out_row, co)` for
+    /// every output channel on the lanes; the plain dequantization is
+    /// `out_row = (acc_row + bias_q) · s`. Returns the merge of the ranges
+    /// `finish` reports (e.g. of what it wrote, for the next quantization).
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward_rows<F>(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t_in: usize,
+        range: Option<[f32; 2]>,
+        out: &mut [f32],
+        ws: &mut LaneQConvWorkspace,
+        finish: F,
+    ) -> Result<[f32; 2], KokoroError>
+    where
+        F: Fn(&[i32], i32, f32, &mut [f32], usize) -> [f32; 2] + Sync,
+    {
+        let p = &self.params;
+        let n = p.c_in * t_in;
+        check_len("qconv input", n, x.len())?;
+        let t_out = p.out_len(t_in)?;
+        check_len("qconv output", p.c_out * t_out, out.len())?;
+        if t_out == 0 {
+            return Ok([0.0, 0.0]);
+        }
+        grow(&mut ws.xq, n);
+        grow(&mut ws.acc, p.c_out * t_out);
+        let aq = quantize_on_lanes(pool, x, &mut ws.xq[..n], range, &mut ws.minmax)?;
+        let acc = &mut ws.acc[..p.c_out * t_out];
+        self.conv
+            .conv_integer(pool, &ws.xq[..n], aq.zero_point, t_in, acc, &mut ws.conv)?;
+        let s = aq.scale * self.w_scale;
+        let acc = &ws.acc[..p.c_out * t_out];
+        let bias = self.bias.as_deref();
+        let rows = (CHUNK / t_out).max(1);
+        let merged = std::sync::Mutex::new([0.0f32, 0.0f32]);
+        pool.for_each_chunk_mut(out, rows * t_out, |i, o| {
+            let base = i * rows * t_out;
+            let len = o.len();
+            let mut r_acc = [0.0f32, 0.0f32];
+            for (r, (orow, arow)) in o
+                .chunks_exact_mut(t_out)
+                .zip(acc[base..base + len].chunks_exact(t_out))
+                .enumerate()
+            {
+                let co = i * rows + r;
+                // ONNX Cast of an already floored float to int32 is exact.
+                let bq = bias.map_or(0, |b| (b[co] / s).floor() as i32);
+                r_acc = merge_range(r_acc, &finish(arow, bq, s, orow, co));
+            }
+            if let Ok(mut m) = merged.lock() {
+                *m = merge_range(*m, &r_acc);
+            }
+        })?;
+        Ok(merged.into_inner().unwrap_or([0.0, 0.0]))
+    }
+}
