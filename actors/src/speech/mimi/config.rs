@@ -257,6 +257,11 @@ impl MimiConfig {
         s.one_of("norm", &["none"])?;
         s.one_of("activation", &["ELU"])?;
         s.one_of("pad_mode", &["constant"])?;
+        for key in ["final_activation", "mask_fn"] {
+            if s.get(key).is_some() {
+                return Err(field_err("seanet", key, "not supported (Mimi has none)"));
+            }
+        }
         if !t.bool("causal", true)? {
             return Err(field_err(
                 "transformer",
