@@ -225,6 +225,13 @@ fn reset_restarts_the_stream() {
         enc.step(&pool, &pcm[..fs - 1], &mut c),
         Err(MimiError::Input(_))
     ));
+    // A state only runs with the model that made it.
+    let other = self::model();
+    let mut st = other.encoder_state(1).unwrap();
+    assert!(matches!(
+        model.encode_step(&pool, &mut st, &pcm[..fs], &mut c),
+        Err(MimiError::Input(_))
+    ));
     let mut dec = MimiDecoder::new(model.clone()).unwrap();
     let mut out = vec![0.0; fs];
     let bad = vec![u32::MAX; k];

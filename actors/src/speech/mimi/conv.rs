@@ -11,10 +11,13 @@
 //! Routes ([`ConvRoute`], chosen per layer from its streaming frame count):
 //! the conv kernels vectorise over time, which idles most SIMD lanes and
 //! every extra thread when a streaming step has only 2–16 output frames
-//! (Mimi's deep layers). There the layer runs as a [`matmul`](crate::kernels::matmul)
-//! over `c_out` (im2col `[t, c_in·k]` times the torch weight `[c_out, c_in·k]`,
-//! or `xᵀ` times `[c_out·k, c_in]` then overlap-add for the transposed conv),
-//! which streams the weights once, split over lanes in fixed chunks.
+//! (Mimi's deep layers). There the layer is a product over output rows:
+//! im2col frames `[t, c_in·k]` against the torch weight `[c_out, c_in·k]`
+//! (or frames `xᵀ` against `[c_out·k, c_in]`, then overlap-add, for the
+//! transposed conv), computed with the matvec kernel's dot products on
+//! cache-sized weight-row chunks split over lanes: the weights stream from
+//! memory once per step, nothing is allocated, and the bits do not depend
+//! on the thread budget.
 
 use super::error::MimiError;
 use crate::kernels::conv1d::{Conv1d, Conv1dParams, Conv1dWorkspace};
@@ -35,7 +38,7 @@ const ROW_CHUNK: usize = 64;
 const CHUNK_FLOATS: usize = 1 << 16;
 
 /// Streaming steps with at most this many output frames take the matmul route
-/// (measured at the official shapes: decoder 25 → 15 ms/frame against 4; no gain at 128).
+/// (official shapes: SEANet decoder 25 → 15 ms/frame against a limit of 4; none at 128).
 pub const MATMUL_MAX_FRAMES: usize = 16;
 
 /// How a layer computes.
@@ -43,7 +46,7 @@ pub const MATMUL_MAX_FRAMES: usize = 16;
 pub enum ConvRoute {
     /// The conv kernels (vectorised over time).
     Kernel,
-    /// im2col + matmul over output channels (few frames per step).
+    /// im2col + dot products over output rows (few frames per step).
     Matmul,
 }
 
@@ -81,7 +84,8 @@ pub struct ConvScratch {
     cat: Vec<f32>,
     /// Untrimmed transposed-conv output.
     full: Vec<f32>,
-    /// Matmul route: `[BLOCK_T, c_in·k]` im2col rows and `[n, BLOCK_T]` results.
+    /// Matmul route: `[BLOCK_T, c_in·k]` im2col frames (or `xᵀ`), and the
+    /// transposed conv's `[c_out·k, BLOCK_T]` tap products.
     cols: Vec<f32>,
     rows: Vec<f32>,
     ws: Conv1dWorkspace,
@@ -211,11 +215,19 @@ impl CausalConv {
         out: &mut [f32],
         sc: &mut ConvScratch,
     ) -> Result<(), MimiError> {
-        if t == 0 || !t.is_multiple_of(self.stride) || x.len() != self.c_in * t {
+        if t == 0
+            || !t.is_multiple_of(self.stride)
+            || x.len() != self.c_in * t
+            || out.len() < self.c_out * (t / self.stride)
+            || st.prev.len() != self.c_in * self.hist
+        {
             return Err(MimiError::Input(format!(
-                "conv step of {t} frames ({} values) for {} channels, stride {}",
+                "conv step of {t} frames ({} values, {} output slots, history {}) for {} → {} channels, stride {}",
                 x.len(),
+                out.len(),
+                st.prev.len(),
                 self.c_in,
+                self.c_out,
                 self.stride
             )));
         }
@@ -433,11 +445,18 @@ impl CausalConvTr {
         out: &mut [f32],
         sc: &mut ConvScratch,
     ) -> Result<(), MimiError> {
-        if t == 0 || x.len() != self.c_in * t {
+        if t == 0
+            || x.len() != self.c_in * t
+            || out.len() < self.c_out * t * self.stride
+            || partial.len() != self.c_out * (self.kernel - self.stride)
+        {
             return Err(MimiError::Input(format!(
-                "transposed conv step of {t} frames ({} values) for {} channels",
+                "transposed conv step of {t} frames ({} values, {} output slots, carry {}) for {} → {} channels",
                 x.len(),
-                self.c_in
+                out.len(),
+                partial.len(),
+                self.c_in,
+                self.c_out
             )));
         }
         let (s, pt) = (self.stride, self.kernel - self.stride);

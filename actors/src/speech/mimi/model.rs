@@ -18,6 +18,7 @@ use super::seanet::{Seanet, SeanetState};
 use super::transformer::{Transformer, TransformerState};
 use super::weights::MimiWeights;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use voxlane_runtime::weights::WeightFile;
 use voxlane_runtime::Fork;
@@ -36,6 +37,8 @@ pub struct Codes {
 /// A bound Mimi model (weights only; sessions hold the state).
 #[derive(Debug, Clone)]
 pub struct MimiModel {
+    /// Identifies the states this model made (a state only fits its own model's buffers).
+    id: u64,
     cfg: MimiConfig,
     encoder: Seanet,
     decoder: Seanet,
@@ -49,6 +52,7 @@ pub struct MimiModel {
 /// Streaming state of the encoder path.
 #[derive(Debug)]
 pub struct EncoderState {
+    model: u64,
     seanet: SeanetState,
     transformer: TransformerState,
     down: Option<ConvHistory>,
@@ -63,6 +67,7 @@ pub struct EncoderState {
 /// Streaming state of the decoder path.
 #[derive(Debug)]
 pub struct DecoderState {
+    model: u64,
     seanet: SeanetState,
     transformer: TransformerState,
     up: Option<Vec<f32>>,
@@ -101,7 +106,9 @@ impl MimiModel {
         cfg.validate()?;
         let dim = cfg.seanet.dimension;
         let s = cfg.resample_stride();
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         let model = Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             encoder: Seanet::new(&cfg.seanet, false, cfg.frame_size(), &mut w)?,
             decoder: Seanet::new(&cfg.seanet, true, s, &mut w)?,
             encoder_transformer: Transformer::new(&cfg.transformer, "encoder_transformer", &mut w)?,
@@ -176,6 +183,7 @@ impl MimiModel {
             d.reserve(&mut sc, steps)?;
         }
         Ok(EncoderState {
+            model: self.id,
             seanet: self.encoder.state(max_frames * self.frame_size())?,
             transformer: self.encoder_transformer.state(steps, window)?,
             down: self.downsample.as_ref().map(CausalConv::history),
@@ -200,6 +208,7 @@ impl MimiModel {
             u.reserve(&mut sc, max_frames)?;
         }
         Ok(DecoderState {
+            model: self.id,
             seanet: self.decoder.state(steps)?,
             transformer: self.decoder_transformer.state(steps, window)?,
             up: self.upsample.as_ref().map(CausalConvTr::partial),
@@ -220,6 +229,11 @@ impl MimiModel {
         pcm: &[f32],
         codes: &mut [u32],
     ) -> Result<usize, MimiError> {
+        if st.model != self.id {
+            return Err(MimiError::Input(
+                "encoder state was made by another model".into(),
+            ));
+        }
         let fs = self.frame_size();
         let frames = pcm.len() / fs;
         if pcm.is_empty() || !pcm.len().is_multiple_of(fs) || frames > st.max_frames {
@@ -270,6 +284,11 @@ impl MimiModel {
         frames: usize,
         pcm: &mut [f32],
     ) -> Result<(), MimiError> {
+        if st.model != self.id {
+            return Err(MimiError::Input(
+                "decoder state was made by another model".into(),
+            ));
+        }
         let fs = self.frame_size();
         if frames == 0 || frames > st.max_frames || pcm.len() != frames * fs {
             return Err(MimiError::Input(format!(
