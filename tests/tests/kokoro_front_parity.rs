@@ -175,6 +175,31 @@ fn asr_f0_n_match_onnxruntime_given_reference_durations() {
     }
 }
 
+/// The predictor alone (onnxruntime's d_en and durations in): F0 and N are
+/// near exact, the LSTMs' gate functions being the only float difference.
+#[test]
+fn f0_n_from_reference_d_en_and_durations_are_near_exact() {
+    use voxlane_actors::tts::kokoro::prosody::ProsodyWorkspace;
+    let pool = LanePool::new(2).expect("pool");
+    let p = front().prosody();
+    for i in 0..CASES {
+        let c = case(i);
+        let d_en = f32s(i, "d_en");
+        let t = c.tokens.len();
+        let s = &c.style[128..];
+        let mut ws = ProsodyWorkspace::default();
+        let features = p.encode(&pool, &d_en, s, t, &mut ws).expect("encode");
+        let (f0, n) = p
+            .f0_n(&pool, &features, t, &c.durations, s, &mut ws)
+            .expect("f0/n");
+        for (name, got) in [("f0", &f0), ("n", &n)] {
+            let (corr, max) = compare(got, &f32s(i, name));
+            eprintln!("case{i}: {name} from reference d_en corr {corr:.7} max|Δ| {max:.5}");
+            assert!(corr >= 0.9999, "case{i}: {name} correlation {corr}");
+        }
+    }
+}
+
 #[test]
 fn outputs_are_bit_identical_for_thread_budgets_1_and_2() {
     let a = run_reference_durations(0, 1);

@@ -45,8 +45,18 @@ pub struct ActivationQuant {
 impl ActivationQuant {
     /// Parameters for a whole activation tensor.
     pub fn for_tensor(a: &[f32]) -> Self {
+        // 16 running extremes so the loop vectorizes (`f32::min` does not);
+        // NaN is skipped either way, so the result is the sequential one.
+        let (mut los, mut his) = ([0.0f32; 16], [0.0f32; 16]);
+        let mut chunks = a.chunks_exact(16);
+        for c in &mut chunks {
+            for i in 0..16 {
+                los[i] = if c[i] < los[i] { c[i] } else { los[i] };
+                his[i] = if c[i] > his[i] { c[i] } else { his[i] };
+            }
+        }
         let (mut lo, mut hi) = (0.0f32, 0.0f32);
-        for &v in a {
+        for &v in los.iter().chain(his.iter()).chain(chunks.remainder()) {
             lo = lo.min(v);
             hi = hi.max(v);
         }

@@ -13,9 +13,10 @@ use voxlane_runtime::Fork;
 use super::graph::{KokoroError, KokoroGraph, LayerNormParams, QEmbedding};
 use super::quant::QLinear;
 use crate::kernels::cpu::simd_level;
-use crate::kernels::elementwise::fast_math::tanh_inplace;
+use crate::kernels::elementwise::fast_math::{exp_inplace, tanh_inplace};
 use crate::kernels::elementwise::norms::layer_norm;
 use crate::kernels::matmul::MatmulWorkspace;
+use crate::kernels::sgemm::{sgemm, MatRef};
 
 /// Hidden width of the ALBERT layer.
 pub const HIDDEN: usize = 768;
@@ -194,42 +195,71 @@ fn fast_gelu(v: &mut [f32], bias: &[f32]) {
 
 /// Softmax attention of all 12 heads: `qkv [T, 3·768]` → `ctx [T, 768]`.
 ///
-/// Heads run in parallel (one chunk each), so the result is budget-independent.
+/// Per head: `P = softmax(q·kᵀ)` and `P·v` on the sgemm kernel. Heads run in
+/// parallel (one chunk each, each computed the same way whatever the
+/// budget), so the result is budget-independent.
 fn attention(pool: &impl Fork, qkv: &[f32], t: usize, ctx: &mut [f32]) -> Result<(), KokoroError> {
     // The export scales q and k each by √(1/√d) (Cast → Sqrt → Div → Sqrt).
     let s = (1.0f32 / (HEAD_DIM as f32).sqrt()).sqrt();
+    let level = simd_level();
     let mut heads = vec![0.0f32; HEADS * t * HEAD_DIM];
+    let failed = std::sync::Mutex::new(None);
     pool.for_each_chunk_mut(&mut heads, t * HEAD_DIM, |h, out| {
-        let col = |base: usize, r: usize| &qkv[r * 3 * HIDDEN + base + h * HEAD_DIM..][..HEAD_DIM];
-        let ks: Vec<f32> = (0..t)
-            .flat_map(|r| col(HIDDEN, r).iter().map(|v| v * s))
-            .collect();
-        let mut q = [0.0f32; HEAD_DIM];
-        let mut p = vec![0.0f32; t];
-        for (i, o) in out.chunks_exact_mut(HEAD_DIM).enumerate() {
-            for (a, b) in q.iter_mut().zip(col(0, i)) {
-                *a = b * s;
-            }
-            let mut max = f32::NEG_INFINITY;
-            for (j, pj) in p.iter_mut().enumerate() {
-                let k = &ks[j * HEAD_DIM..(j + 1) * HEAD_DIM];
-                *pj = q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>();
-                max = max.max(*pj);
-            }
-            let mut sum = 0.0f32;
-            for pj in p.iter_mut() {
-                *pj = (*pj - max).exp();
-                sum += *pj;
-            }
-            o.fill(0.0);
-            for (j, pj) in p.iter().enumerate() {
-                let w = pj / sum;
-                for (a, v) in o.iter_mut().zip(col(2 * HIDDEN, j)) {
-                    *a += w * v;
+        let gather = |base: usize| -> Vec<f32> {
+            (0..t)
+                .flat_map(|r| qkv[r * 3 * HIDDEN + base + h * HEAD_DIM..][..HEAD_DIM].iter())
+                .map(|v| v * s)
+                .collect()
+        };
+        let (q, k) = (gather(0), gather(HIDDEN));
+        let mut p = vec![0.0f32; t * t];
+        let v = MatRef {
+            data: &qkv[2 * HIDDEN + h * HEAD_DIM..],
+            row_stride: 3 * HIDDEN,
+            col_stride: 1,
+        };
+        let res = sgemm(
+            t,
+            t,
+            HEAD_DIM,
+            MatRef::row_major(&q, HEAD_DIM),
+            MatRef::transposed(&k, HEAD_DIM),
+            &mut p,
+            t,
+            false,
+        )
+        .and_then(|()| {
+            for row in p.chunks_exact_mut(t) {
+                let max = row.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
+                for x in row.iter_mut() {
+                    *x -= max;
                 }
+                exp_inplace(level, row);
+                let inv = 1.0 / row.iter().sum::<f32>();
+                for x in row.iter_mut() {
+                    *x *= inv;
+                }
+            }
+            sgemm(
+                t,
+                HEAD_DIM,
+                t,
+                MatRef::row_major(&p, t),
+                v,
+                out,
+                HEAD_DIM,
+                false,
+            )
+        });
+        if let Err(e) = res {
+            if let Ok(mut f) = failed.lock() {
+                *f = Some(e);
             }
         }
     })?;
+    if let Some(e) = failed.into_inner().ok().flatten() {
+        return Err(e.into());
+    }
     for (h, head) in heads.chunks_exact(t * HEAD_DIM).enumerate() {
         for (i, row) in head.chunks_exact(HEAD_DIM).enumerate() {
             ctx[i * HIDDEN + h * HEAD_DIM..][..HEAD_DIM].copy_from_slice(row);
