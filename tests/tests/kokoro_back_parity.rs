@@ -98,3 +98,32 @@ fn back_half_matches_onnxruntime_and_is_budget_independent() {
         );
     }
 }
+
+/// Stage timings for case0 at 1 and 2 threads (best of 5 after a warm-up),
+/// with the real-time factor. Run with `--ignored --nocapture`.
+#[test]
+#[ignore = "benchmark: run explicitly"]
+fn bench_back_half_case0() {
+    let model = model();
+    let mut back = KokoroBack::load(&model).expect("load decoder + generator");
+    for threads in [1, 2] {
+        run(&mut back, 0, threads);
+        let mut best: Option<(f64, BackOutput)> = None;
+        for _ in 0..5 {
+            let t = std::time::Instant::now();
+            let out = run(&mut back, 0, threads);
+            let secs = t.elapsed().as_secs_f64();
+            if best.as_ref().is_none_or(|(b, _)| secs < *b) {
+                best = Some((secs, out));
+            }
+        }
+        if let Some((secs, out)) = best {
+            let audio = out.audio.len() as f64 / 24000.0;
+            println!(
+                "{threads} thread(s): {secs:.3} s for {audio:.2} s of audio (RTF {:.3}); {:?}",
+                secs / audio,
+                out.times
+            );
+        }
+    }
+}
