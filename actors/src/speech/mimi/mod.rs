@@ -28,6 +28,13 @@ pub mod transformer;
 pub mod weights;
 
 pub use config::MimiConfig;
+
+/// A fresh id tying a state to the component that sized its buffers.
+pub(crate) fn next_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
 pub use error::MimiError;
 pub use model::{Codes, DecoderState, EncoderState, MimiDecoder, MimiEncoder, MimiModel};
 pub use weights::MimiWeights;

@@ -18,7 +18,6 @@ use super::seanet::{Seanet, SeanetState};
 use super::transformer::{Transformer, TransformerState};
 use super::weights::MimiWeights;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use voxlane_runtime::weights::WeightFile;
 use voxlane_runtime::Fork;
@@ -106,9 +105,8 @@ impl MimiModel {
         cfg.validate()?;
         let dim = cfg.seanet.dimension;
         let s = cfg.resample_stride();
-        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         let model = Self {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id: super::next_id(),
             encoder: Seanet::new(&cfg.seanet, false, cfg.frame_size(), &mut w)?,
             decoder: Seanet::new(&cfg.seanet, true, s, &mut w)?,
             encoder_transformer: Transformer::new(&cfg.transformer, "encoder_transformer", &mut w)?,

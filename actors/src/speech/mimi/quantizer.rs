@@ -129,6 +129,17 @@ impl Rvq {
     }
 }
 
+impl QuantizerScratch {
+    /// Whether this scratch was sized for `q`.
+    fn fits(&self, q: &QuantizerConfig) -> bool {
+        self.residual.len() == q.dimension
+            && self.sum.len() == q.dimension
+            && self.dots.len() == q.bins
+            && self.col.len() >= q.input_dimension.max(q.output_dimension)
+            && self.out.len() == q.output_dimension
+    }
+}
+
 impl Quantizer {
     /// Bind the used codebooks and projections of `cfg` from `w`.
     pub fn new(cfg: &MimiConfig, w: &mut MimiWeights) -> Result<Self, MimiError> {
@@ -171,7 +182,7 @@ impl Quantizer {
         sc: &mut QuantizerScratch,
     ) -> Result<(), MimiError> {
         let (q, k) = (&self.cfg, self.num_codebooks());
-        if latent.len() != q.input_dimension * t || codes.len() != k * t {
+        if latent.len() != q.input_dimension * t || codes.len() != k * t || !sc.fits(q) {
             return Err(MimiError::Input(format!(
                 "quantizer encode of {t} frames: {} latent values, {} code slots",
                 latent.len(),
@@ -216,7 +227,7 @@ impl Quantizer {
         sc: &mut QuantizerScratch,
     ) -> Result<(), MimiError> {
         let (q, k) = (&self.cfg, self.num_codebooks());
-        if codes.len() != k * t || out.len() != q.output_dimension * t {
+        if codes.len() != k * t || out.len() != q.output_dimension * t || !sc.fits(q) {
             return Err(MimiError::Input(format!(
                 "quantizer decode of {t} frames: {} codes for {k} codebooks, {} output values",
                 codes.len(),

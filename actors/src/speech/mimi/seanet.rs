@@ -220,6 +220,7 @@ enum OpState {
 /// A bound SEANet encoder or decoder.
 #[derive(Debug, Clone)]
 pub struct Seanet {
+    id: u64,
     ops: Vec<Op>,
     c_in: usize,
     alpha: f32,
@@ -228,6 +229,7 @@ pub struct Seanet {
 /// Streaming state of one [`Seanet`]: histories plus every buffer a step needs.
 #[derive(Debug)]
 pub struct SeanetState {
+    owner: u64,
     ops: Vec<OpState>,
     a: Vec<f32>,
     b: Vec<f32>,
@@ -361,6 +363,7 @@ impl Seanet {
         }
         let c_in = if decoder { cfg.dimension } else { cfg.channels };
         Ok(Self {
+            id: super::next_id(),
             ops,
             c_in,
             alpha: cfg.elu_alpha,
@@ -415,6 +418,7 @@ impl Seanet {
             big = big.max(c * t);
         }
         Ok(SeanetState {
+            owner: self.id,
             ops,
             a: vec![0.0; big],
             b: vec![0.0; big],
@@ -436,11 +440,12 @@ impl Seanet {
         t: usize,
         out: &mut [f32],
     ) -> Result<(usize, usize), MimiError> {
-        if t == 0 || t > st.max_t || x.len() != self.c_in * t {
+        if st.owner != self.id || t == 0 || t > st.max_t || x.len() != self.c_in * t {
             return Err(MimiError::Input(format!(
-                "seanet step of {t} frames ({} values; state sized for {})",
+                "seanet step of {t} frames ({} values; state sized for {}, made by this seanet: {})",
                 x.len(),
-                st.max_t
+                st.max_t,
+                st.owner == self.id
             )));
         }
         let level = simd_level();

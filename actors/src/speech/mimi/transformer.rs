@@ -37,6 +37,7 @@ struct Layer {
 /// A bound projected transformer.
 #[derive(Debug, Clone)]
 pub struct Transformer {
+    id: u64,
     cfg: TransformerConfig,
     input_proj: Option<Weights>,
     output_proj: Option<Weights>,
@@ -46,6 +47,7 @@ pub struct Transformer {
 /// KV caches and every buffer of one transformer's steps.
 #[derive(Debug)]
 pub struct TransformerState {
+    owner: u64,
     caches: Vec<RingAttention>,
     max_t: usize,
     /// `[T, d]` residual stream.
@@ -138,6 +140,7 @@ impl Transformer {
             });
         }
         Ok(Self {
+            id: super::next_id(),
             cfg: cfg.clone(),
             input_proj,
             output_proj,
@@ -164,6 +167,7 @@ impl Transformer {
             .collect::<Result<Vec<_>, _>>()?;
         let io = c.input_dimension.max(c.output_dimension);
         Ok(TransformerState {
+            owner: self.id,
             caches,
             max_t,
             x: vec![0.0; max_t * d],
@@ -195,12 +199,14 @@ impl Transformer {
             c.input_dimension,
             c.output_dimension,
         );
-        if t == 0 || t > st.max_t || x.len() != ci * t || out.len() != co * t {
+        if st.owner != self.id || t == 0 || t > st.max_t || x.len() != ci * t || out.len() != co * t
+        {
             return Err(MimiError::Input(format!(
-                "transformer step of {t} frames ({} in, {} out values; state sized for {})",
+                "transformer step of {t} frames ({} in, {} out values; state sized for {}, made by this transformer: {})",
                 x.len(),
                 out.len(),
-                st.max_t
+                st.max_t,
+                st.owner == self.id
             )));
         }
         let level = simd_level();
