@@ -380,6 +380,22 @@ fn official_shapes_run_on_synthetic_weights() {
             assert_eq!(batch.data[k * 3 + t], streamed[t * 8 + k]);
         }
     }
+    // Same bits for budgets 1 and 2 at the official shapes too.
+    let run = |threads: usize| {
+        let pool = LanePool::new(threads).unwrap();
+        let mut enc = MimiEncoder::new(model.clone()).unwrap();
+        let mut dec = MimiDecoder::new(model.clone()).unwrap();
+        let (mut codes, mut out) = (vec![0; 8], vec![0.0; fs]);
+        let mut bits = Vec::new();
+        for frame in pcm.chunks_exact(fs).take(2) {
+            enc.step(&pool, frame, &mut codes).unwrap();
+            dec.step(&pool, &codes, &mut out).unwrap();
+            bits.extend(codes.iter().copied());
+            bits.extend(out.iter().map(|x| x.to_bits()));
+        }
+        bits
+    };
+    assert!(run(1) == run(2), "official shapes: budgets 1 and 2 differ");
 }
 
 #[test]
