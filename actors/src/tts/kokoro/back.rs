@@ -91,6 +91,22 @@ impl KokoroBack {
         style: &[f32],
         lanes: &impl Fork,
     ) -> Result<BackOutput, KokoroError> {
+        let mut out = BackOutput::default();
+        self.run_into(asr, f0, n, style, lanes, &mut out)?;
+        Ok(out)
+    }
+
+    /// As [`KokoroBack::run`], reusing `out`'s buffers (no allocation once
+    /// they and the workspaces have seen an utterance this long).
+    pub fn run_into(
+        &mut self,
+        asr: &[f32],
+        f0: &[f32],
+        n: &[f32],
+        style: &[f32],
+        lanes: &impl Fork,
+        out: &mut BackOutput,
+    ) -> Result<(), KokoroError> {
         let a = self.decoder.asr_dim();
         if !asr.len().is_multiple_of(a) {
             return Err(KokoroError::Input(format!(
@@ -125,12 +141,9 @@ impl KokoroBack {
         )?;
         let decoder = t0.elapsed().as_secs_f64();
         let ts = self.generator.spec_len(t);
-        let mut out = BackOutput {
-            conv_post: vec![0.0; CHANNELS * ts],
-            spec_frames: ts,
-            audio: vec![0.0; Generator::audio_len(t)],
-            times: BackTimes::default(),
-        };
+        out.conv_post.resize(CHANNELS * ts, 0.0);
+        out.audio.resize(Generator::audio_len(t), 0.0);
+        out.spec_frames = ts;
         let generator = self.generator.forward(
             lanes,
             &self.feats[..c * t],
@@ -142,6 +155,6 @@ impl KokoroBack {
             &mut self.gen_ws,
         )?;
         out.times = BackTimes { decoder, generator };
-        Ok(out)
+        Ok(())
     }
 }
