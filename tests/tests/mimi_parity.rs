@@ -111,6 +111,16 @@ fn batch_codes_match_pytorch_exactly() {
     let pool = LanePool::new(2).unwrap();
     let codes = model.encode(&pool, &pcm()).unwrap();
     assert_codes_eq(&codes, &reference_codes("codes.npy"), "batch encode");
+    // A clip that is not whole frames is zero-padded (moshi `pad_for_conv1d`):
+    // every frame before the padded one is unchanged (causal).
+    let short = model.encode(&pool, &pcm()[..54 * 1920 + 700]).unwrap();
+    assert_eq!(short.frames, 55);
+    for k in 0..8 {
+        assert_eq!(
+            short.data[k * 55..k * 55 + 54],
+            codes.data[k * 55..k * 55 + 54]
+        );
+    }
 }
 
 #[test]
