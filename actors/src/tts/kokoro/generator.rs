@@ -285,14 +285,17 @@ impl Generator {
                 )));
             }
             par_add(pool, &mut ws.x[..cu * tp], &ws.noise[stage][..cu * tp])?;
-            // Mean of the three resblocks: ((r0 + r1) + r2) / 3.
+            // Mean of the three resblocks, ((r0 + r1) + r2) / 3 as the graph
+            // adds: r0 and r1 run on copies, the last one on `x` itself.
             let n = cu * tp;
             grow(&mut ws.acc, n);
             grow(&mut ws.tmp, n);
-            for (k, rb) in self.resblocks[stage * KERNELS..(stage + 1) * KERNELS]
-                .iter()
-                .enumerate()
-            {
+            let blocks = &self.resblocks[stage * KERNELS..(stage + 1) * KERNELS];
+            for (k, rb) in blocks.iter().enumerate() {
+                if k + 1 == blocks.len() {
+                    rb.forward(pool, &mut ws.x[..n], tp, style, &mut ws.rb)?;
+                    break;
+                }
                 let dst = if k == 0 { &mut ws.acc } else { &mut ws.tmp };
                 dst[..n].copy_from_slice(&ws.x[..n]);
                 rb.forward(pool, &mut dst[..n], tp, style, &mut ws.rb)?;
@@ -304,7 +307,8 @@ impl Generator {
             pool.for_each_chunk_mut(x, POINT_CHUNK, |i, ch| {
                 let o = i * POINT_CHUNK;
                 let m = ch.len();
-                pointwise::div_into(ch, &acc[o..o + m], KERNELS as f32);
+                // ch ← (acc + ch) / 3.
+                pointwise::add_div(ch, &acc[o..o + m], KERNELS as f32);
             })?;
             c = cu;
             tx = tp;

@@ -123,15 +123,6 @@ pub fn add_div(a: &mut [f32], b: &[f32], d: f32) {
     })
 }
 
-/// `a ← b / d`.
-pub fn div_into(a: &mut [f32], b: &[f32], d: f32) {
-    dispatch!(div_into(a: &mut [f32], b: &[f32], d: f32) {
-        for (x, &y) in a.iter_mut().zip(b) {
-            *x = y / d;
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
