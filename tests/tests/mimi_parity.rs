@@ -173,11 +173,13 @@ fn decoded_audio_matches_pytorch() {
     let want = read_npy(fixture("decoded.npy")).unwrap().to_f32();
     let got = model.decode(&pool, &codes).unwrap();
     let err = max_abs_diff(&got, &want);
+    eprintln!("batch decode: max abs error {err:e}");
     assert!(err <= 1e-4, "batch decode max abs error {err}");
 
     let want = read_npy(fixture("decoded_streaming.npy")).unwrap().to_f32();
     let got = stream_decode(&model, &pool, &codes);
     let err = max_abs_diff(&got, &want);
+    eprintln!("streaming decode: max abs error {err:e}");
     assert!(err <= 1e-4, "streaming decode max abs error {err}");
 }
 
@@ -195,6 +197,7 @@ fn quantized_latent_matches_pytorch() {
     q.decode(&codes.data, codes.frames, &mut got, &mut q.scratch())
         .unwrap();
     let err = max_abs_diff(&got, &want.to_f32());
+    eprintln!("quantized latent: max abs error {err:e}");
     assert!(err <= 1e-5, "latent max abs error {err}");
 }
 
