@@ -223,6 +223,11 @@ fn bad_inputs_are_typed_errors() {
         .is_err());
     assert!(f.run(&pool, &c.tokens, &c.style, 0.0, &mut ws).is_err());
     assert!(f.run(&pool, &[], &c.style, 1.0, &mut ws).is_err());
+    assert!(f.run(&pool, &c.tokens, &c.style, 1e-30, &mut ws).is_err());
+    let huge = vec![usize::MAX / 2; c.tokens.len()];
+    assert!(f
+        .run_with_durations(&pool, &c.tokens, &c.style, &huge, &mut ws)
+        .is_err());
     let too_long = vec![0i64; 600];
     assert!(f.run(&pool, &too_long, &c.style, 1.0, &mut ws).is_err());
 }

@@ -103,6 +103,19 @@ impl Albert {
         })
     }
 
+    /// Size `ws` for up to `max_tokens` tokens so runs do not allocate there.
+    pub fn reserve(&self, ws: &mut AlbertWorkspace, max_tokens: usize) {
+        let t = max_tokens;
+        sized(&mut ws.emb, t * EMBED);
+        sized(&mut ws.hidden, t * HIDDEN);
+        sized(&mut ws.qkv, t * 3 * HIDDEN);
+        sized(&mut ws.ctx, t * HIDDEN);
+        sized(&mut ws.attn, t * HIDDEN);
+        sized(&mut ws.ffn, t * FFN);
+        sized(&mut ws.ffn_out, t * HIDDEN);
+        ws.mm = MatmulWorkspace::new(t, FFN);
+    }
+
     /// Number of token ids the embedding knows.
     pub fn vocab(&self) -> usize {
         self.word.rows

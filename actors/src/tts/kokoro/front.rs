@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use voxlane_runtime::onnx::OnnxModel;
 use voxlane_runtime::Fork;
 
-use super::albert::{Albert, AlbertWorkspace, D_EN};
+use super::albert::{Albert, AlbertWorkspace, D_EN, MAX_TOKENS};
 use super::graph::{KokoroError, KokoroGraph};
-use super::prosody::{frame_tokens, Durations, Prosody, ProsodyWorkspace, STYLE};
+use super::prosody::{check_frames, frame_tokens, Durations, Prosody, ProsodyWorkspace, STYLE};
 use super::text_encoder::{expand_frames, TextEncoder, TextEncoderWorkspace, CHANNELS};
 
 /// Width of a voice-pack style row (decoder half then predictor half).
@@ -84,6 +84,16 @@ impl KokoroFront {
             text_encoder: TextEncoder::load(g)?,
             prosody: Prosody::load(g)?,
         })
+    }
+
+    /// A workspace sized for up to `max_tokens` tokens (at most 512).
+    pub fn workspace(&self, max_tokens: usize) -> Result<FrontWorkspace, KokoroError> {
+        let t = max_tokens.min(MAX_TOKENS);
+        let mut ws = FrontWorkspace::default();
+        self.albert.reserve(&mut ws.albert, t);
+        self.text_encoder.reserve(&mut ws.text, t)?;
+        self.prosody.reserve(&mut ws.prosody, t);
+        Ok(ws)
     }
 
     /// PL-BERT + `bert_encoder`.
@@ -204,6 +214,7 @@ impl KokoroFront {
         let mut t_en = vec![0.0f32; CHANNELS * t];
         self.text_encoder
             .forward(pool, tokens, &mut t_en, &mut ws.text)?;
+        check_frames(&durations.frames)?;
         let ft = frame_tokens(&durations.frames);
         let mut asr = vec![0.0f32; CHANNELS * ft.len()];
         expand_frames(&t_en, t, &ft, &mut asr)?;

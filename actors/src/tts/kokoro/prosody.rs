@@ -26,6 +26,9 @@ pub const STYLE: usize = 128;
 pub const HIDDEN: usize = 512;
 /// Duration bins of `duration_proj`.
 pub const DUR_BINS: usize = 50;
+/// Most frames one utterance may expand to (510 tokens × 50 bins at speed
+/// 0.04); more means a bad speed or bad imposed durations.
+pub const MAX_FRAMES: usize = 1 << 20;
 const EPS: f32 = 1e-5;
 /// `1/√2` as the export divides by it: `Div(x, 1.4142135)`.
 const SQRT2: f32 = std::f32::consts::SQRT_2;
@@ -95,6 +98,15 @@ impl Durations {
     pub fn frame_tokens(&self) -> Vec<usize> {
         frame_tokens(&self.frames)
     }
+}
+
+/// Total frames of per-token frame counts, or an input error beyond [`MAX_FRAMES`].
+pub fn check_frames(frames: &[usize]) -> Result<usize, KokoroError> {
+    frames
+        .iter()
+        .try_fold(0usize, |a, &d| a.checked_add(d))
+        .filter(|&f| f <= MAX_FRAMES)
+        .ok_or_else(|| KokoroError::Input(format!("durations exceed {MAX_FRAMES} frames")))
 }
 
 /// Token index of every frame for per-token frame counts (`cumsum` alignment).
@@ -282,6 +294,13 @@ impl Prosody {
         })
     }
 
+    /// Size `ws` for token-rate work on up to `max_tokens` tokens (frame-rate
+    /// buffers grow on first use: F is only known after the durations).
+    pub fn reserve(&self, ws: &mut ProsodyWorkspace, max_tokens: usize) {
+        ws.lstm.reserve(&self.lstm, max_tokens);
+        ws.mm = MatmulWorkspace::new(max_tokens, HIDDEN);
+    }
+
     /// DurationEncoder: `d_en [T, 512]` and `s [128]` → features `[T, 640]` (`[x ‖ s]`).
     pub fn encode(
         &self,
@@ -341,7 +360,9 @@ impl Prosody {
             .chunks_exact(DUR_BINS)
             .map(|r| (r.iter().sum::<f32>() / speed).round_ties_even())
             .collect();
-        let frames = rounded.iter().map(|&d| d.max(1.0) as usize).collect();
+        // Saturating cast (∞ → usize::MAX), then rejected by the frame check.
+        let frames: Vec<usize> = rounded.iter().map(|&d| d.max(1.0) as usize).collect();
+        check_frames(&frames)?;
         Ok(Durations { rounded, frames })
     }
 
@@ -358,6 +379,7 @@ impl Prosody {
         let w = HIDDEN + STYLE;
         crate::kernels::error::check_len("features", t * w, features.len())?;
         crate::kernels::error::check_len("durations", t, frames.len())?;
+        check_frames(frames)?;
         let tokens = frame_tokens(frames);
         let f = tokens.len();
         if f == 0 {

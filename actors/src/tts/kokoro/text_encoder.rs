@@ -68,6 +68,23 @@ impl TextEncoder {
         })
     }
 
+    /// Size `ws` for up to `max_tokens` tokens so runs do not allocate there.
+    pub fn reserve(
+        &self,
+        ws: &mut TextEncoderWorkspace,
+        max_tokens: usize,
+    ) -> Result<(), KokoroError> {
+        let n = CHANNELS * max_tokens;
+        sized(&mut ws.x, n);
+        sized(&mut ws.y, n);
+        sized(&mut ws.rows, n);
+        for (conv, _) in &self.cnn {
+            ws.conv.reserve(conv, max_tokens)?;
+        }
+        ws.lstm.reserve(&self.lstm, max_tokens);
+        Ok(())
+    }
+
     /// `t_en [512, T]` for `tokens`.
     pub fn forward(
         &self,
