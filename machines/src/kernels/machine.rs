@@ -303,8 +303,10 @@ impl<K: KernelContract> Kernel<K> {
 
     /// A kernel machine that logs every edge it takes.
     pub fn traced() -> Self {
-        let mut m = KernelMachine::<K>::default();
-        m.book = Bookkeeping::traced(&K::SPEC);
+        let m = KernelMachine::<K> {
+            book: Bookkeeping::traced(&K::SPEC),
+            ..Default::default()
+        };
         Self {
             sm: m.state_machine(),
         }

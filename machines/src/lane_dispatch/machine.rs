@@ -234,8 +234,10 @@ impl LaneDispatcher {
 
     /// A dispatcher that logs every edge it takes (for conformance tests).
     pub fn traced() -> Self {
-        let mut m = LaneDispatchMachine::default();
-        m.book = Bookkeeping::traced(&SPEC);
+        let m = LaneDispatchMachine {
+            book: Bookkeeping::traced(&SPEC),
+            ..Default::default()
+        };
         Self {
             sm: m.state_machine(),
         }
