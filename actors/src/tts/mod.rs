@@ -1,5 +1,5 @@
 //! Text-to-speech models.
 
-pub mod kokoro;
 pub mod frontend;
+pub mod kokoro;
 pub mod voices;
