@@ -6,10 +6,10 @@
 //! kernels that is six passes over a `[128, 60·T]` tensor; here each row is
 //! normalised and activated while it sits in L1/L2, in the graph's operation
 //! order (division by the standard deviation, no fused multiply-adds in the
-//! affine or the Snake; the sine is the vector `sin` of the kernels).
+//! affine or the Snake; the sine is onnxruntime's, [`super::ort_sin`]).
 
+use super::ort_sin::sin_v;
 use crate::kernels::cpu::simd_level;
-use crate::kernels::elementwise::fast_math::sin_v;
 use crate::kernels::elementwise::simd::{dispatch, fold_sum, map_inplace, SimdFn, Vf32};
 
 /// Per-row parameters of one AdaIN + Snake.

@@ -5,8 +5,8 @@
 //! exactly as onnxruntime does; the front half is [`albert`] (PL-BERT →
 //! `d_en`), [`prosody`] (durations, F0, N) and [`text_encoder`] (`asr`),
 //! put together by [`front`]; the back half is [`decoder`] and [`generator`]
-//! (with [`blocks`], [`adain_snake`], [`lane_qconv`], [`pointwise`],
-//! [`source`], [`stft`]), put together by [`back`].
+//! (with [`blocks`], [`adain_snake`], [`lane_qconv`], [`ort_sin`],
+//! [`pointwise`], [`source`], [`stft`]), put together by [`back`].
 
 pub mod adain_snake;
 pub mod albert;
@@ -17,6 +17,7 @@ pub mod front;
 pub mod generator;
 pub mod graph;
 pub mod lane_qconv;
+pub mod ort_sin;
 pub mod pointwise;
 pub mod prosody;
 pub mod quant;

@@ -11,15 +11,17 @@
 //! 6. `sin(·)·0.1·[f0u > 10]`; 7. `tanh(Σ_h w_h·s_h + b)`.
 //!
 //! The resize coordinates follow onnxruntime's f32 arithmetic
-//! (`(x + 0.5) / scale − 0.5`, clamped, `dx` from the floor), so the phase
-//! tracks the reference bit for bit up to the sine. The phase reaches ~10⁵
-//! rad on long utterances: it is reduced modulo 2π in f64 before the fast
-//! vector sine (accurate to 1e-6 on the reduced range).
+//! (`(x + 0.5) / scale − 0.5`, clamped, `dx` from the floor, the 2-D bilinear
+//! weights of the last harmonic row), so the phase
+//! tracks the reference bit for bit, and the sine is onnxruntime's own
+//! ([`super::ort_sin`], exact also for the ~10⁶ rad phases of long
+//! utterances).
 
 use voxlane_runtime::Fork;
 
+use super::ort_sin;
 use crate::kernels::cpu::simd_level;
-use crate::kernels::elementwise::fast_math::{sin_inplace, tanh_inplace};
+use crate::kernels::elementwise::fast_math::tanh_inplace;
 use crate::kernels::error::{check_len, KernelError};
 
 /// Audio samples per f0 frame (the generator's total upsampling, 10·6·5).
@@ -34,11 +36,6 @@ const VOICED_THRESHOLD: f32 = 10.0;
 const SINE_AMP: f32 = 0.1;
 /// The export's downsampling scale, `1/300` as the f32 the graph stores.
 const DOWN_SCALE: f32 = 0.003_333_333_4;
-/// `1/2π` and `2π` for the phase reduction.
-const INV_TAU: f64 = 1.0 / std::f64::consts::TAU;
-const TAU: f64 = std::f64::consts::TAU;
-/// `1.5 · 2⁵²`: adding and subtracting it rounds an f64 to an integer (no libm call).
-const ROUND_MAGIC: f64 = 6_755_399_441_055_744.0;
 /// Samples per parallel chunk (fixed: determinism; stack scratch of 9×chunk).
 const CHUNK: usize = 512;
 
@@ -60,6 +57,20 @@ fn linear_tap(i: usize, scale: f32, in_len: usize) -> (usize, usize, f32, f32) {
         return (x1, x2, 0.5, 0.5);
     }
     (x1, x2, x - x1 as f32, x2 as f32 - x)
+}
+
+/// One linearly resized value of harmonic row `h`. onnxruntime resizes the
+/// `[1, 9, L]` tensor as a 2-D image whose height (the harmonics) has scale 1:
+/// rows below the last get vertical weights (1, 0), the last row — clamped —
+/// gets (½, ½), so its sum has four terms whose partial sums round differently.
+#[inline]
+fn interp(h: usize, a: f32, b: f32, dx1: f32, dx2: f32) -> f32 {
+    if h + 1 < HARMONICS {
+        a * dx2 + b * dx1
+    } else {
+        let (w1, w2) = (dx2 * 0.5, dx1 * 0.5);
+        a * w1 + b * w2 + a * w1 + b * w2
+    }
 }
 
 /// `v − floor(v)` of `f0·h / 24000` (the per-sample phase increment mod 1).
@@ -90,7 +101,7 @@ impl HarmonicSource {
                 let (x1, x2, dx1, dx2) = linear_tap(i, DOWN_SCALE, len);
                 let a = increment(f0[x1 / UPSAMPLE], h + 1);
                 let b = increment(f0[x2 / UPSAMPLE], h + 1);
-                acc += a * dx2 + b * dx1;
+                acc += interp(h, a, b, dx1, dx2);
                 ph[h * n + i] = acc * 2.0 * pi * UPSAMPLE as f32;
             }
         }
@@ -123,14 +134,10 @@ impl HarmonicSource {
                 let row = &phases[h * n..(h + 1) * n];
                 let sh = &mut s[h * CHUNK..h * CHUNK + m];
                 for (v, &(x1, x2, dx1, dx2)) in sh.iter_mut().zip(&taps[..m]) {
-                    let p = row[x1] * dx2 + row[x2] * dx1;
-                    // Reduce mod 2π in f64 (p is exact there; k·2π errs by
-                    // ~1e-10 rad at the largest phases).
-                    let pd = p as f64;
-                    let k = (pd * INV_TAU + ROUND_MAGIC) - ROUND_MAGIC;
-                    *v = (pd - k * TAU) as f32;
+                    *v = interp(h, row[x1], row[x2], dx1, dx2);
                 }
-                sin_inplace(level, sh);
+                // onnxruntime's own Sin on the unreduced phase, bit for bit.
+                ort_sin::sin_inplace(sh);
             }
             for (k, d) in dst.iter_mut().enumerate() {
                 let voiced = if f0[(j0 + k) / UPSAMPLE] > VOICED_THRESHOLD {
