@@ -244,3 +244,11 @@ fn fetch_puts_the_default_models_in_the_cache() {
         "{again}"
     );
 }
+
+#[test]
+fn info_starts_a_pinned_pool() {
+    let (r, out) = run(&["info", "--threads", "2", "--pin"]);
+    r.unwrap();
+    assert!(out.contains("pinned:     true"), "{out}");
+    assert!(out.contains("threads:    2"), "{out}");
+}

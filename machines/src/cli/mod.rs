@@ -87,6 +87,9 @@ enum Command {
         /// Compute threads to check the budget for.
         #[arg(long, default_value_t = 1)]
         threads: usize,
+        /// Start the lane pool with each lane pinned to a core.
+        #[arg(long)]
+        pin: bool,
     },
     /// List the state machines.
     Machines,
@@ -125,8 +128,19 @@ pub fn run_with_stdin(cli: Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
             fetch::fetch_models(&fetcher, out)?;
             Ok(())
         }
-        Command::Info { threads } => {
+        Command::Info { threads, pin } => {
             let threads = check_threads(threads)?;
+            // Read before pinning: pinning narrows this thread's affinity.
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            // Start the pool through its machine: proves the budget and pinning work here.
+            let mut lanes = crate::lane_dispatch::LaneDispatcher::new();
+            let pinned = match lanes.configure(threads, pin) {
+                crate::lane_dispatch::Reply::ConfigureDone { pinned, .. } => pinned,
+                crate::lane_dispatch::Reply::Error(e) => {
+                    return Err(CliError::Threads(e.to_string()))
+                }
+                other => return Err(CliError::Threads(format!("unexpected reply {other:?}"))),
+            };
             let f = voxlane_actors::kernels::cpu::features();
             writeln!(
                 out,
@@ -134,16 +148,13 @@ pub fn run_with_stdin(cli: Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
                 voxlane_actors::kernels::cpu::simd_level()
             )?;
             writeln!(out, "features:   {f:?}")?;
-            writeln!(
-                out,
-                "cores:      {}",
-                std::thread::available_parallelism().map_or(1, |n| n.get())
-            )?;
+            writeln!(out, "cores:      {cores}")?;
             writeln!(
                 out,
                 "threads:    {threads} (the caller plus {} lane workers)",
                 threads - 1
             )?;
+            writeln!(out, "pinned:     {pinned}")?;
             Ok(())
         }
         Command::Machines => {

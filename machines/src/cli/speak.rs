@@ -30,6 +30,9 @@ pub struct SpeakArgs {
     /// Compute threads, the caller included.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Pin each compute lane to its own core.
+    #[arg(long)]
+    pub pin: bool,
     /// Model file (default: the cached `kokoro-v1.0.int8.onnx`, fetched on first use).
     #[arg(long)]
     pub model: Option<PathBuf>,
@@ -54,6 +57,8 @@ pub struct SpeakRequest {
     pub speed: f32,
     /// Compute threads.
     pub threads: usize,
+    /// Pin lanes to cores.
+    pub pin: bool,
     /// Explicit model file, if given.
     pub model: Option<PathBuf>,
     /// The voice packs file, if given or cached.
@@ -111,6 +116,7 @@ pub fn validate(args: SpeakArgs, stdin: &mut dyn Read) -> Result<SpeakRequest, C
         voice: args.voice,
         speed: args.speed,
         threads,
+        pin: args.pin,
         model: args.model,
         voices,
         stream: args.stream,
