@@ -20,6 +20,7 @@ pub mod lane_qconv;
 pub mod ort_sin;
 pub mod pointwise;
 pub mod prosody;
+pub mod qgemm;
 pub mod quant;
 pub mod source;
 pub mod stft;

@@ -18,6 +18,7 @@
 use voxlane_runtime::{Fork, LaneError};
 
 use super::graph::KokoroError;
+use super::qgemm::{self, PackedInt8, QGemmScratch};
 use crate::kernels::conv1d::Conv1dParams;
 use crate::kernels::conv1d_int8::{conv_integer_reference, Conv1dInt8, Conv1dInt8Workspace};
 use crate::kernels::cpu::simd_level;
@@ -51,6 +52,51 @@ impl Fork for Serial {
     }
 }
 
+/// A packed `MatMulInteger` weight: the broadcast-VNNI layout where the CPU
+/// has it, else the dot-product kernel (both exact, so the results agree).
+#[derive(Debug, Clone)]
+enum Packed {
+    Vnni(PackedInt8),
+    Dot(Weights),
+}
+
+impl Packed {
+    /// Pack `w [k, n]` with per-column (or single) scales and zero points.
+    fn new(k: usize, n: usize, w: &[i8], scale: &[f32], zero: &[i8]) -> Result<Self, KokoroError> {
+        if qgemm::available() {
+            return Ok(Self::Vnni(PackedInt8::new(k, n, w, scale, zero)?));
+        }
+        let wt = transpose(w, k, n)?;
+        let zps: Vec<i32> = zero.iter().map(|&z| i32::from(z)).collect();
+        Ok(Self::Dot(Weights::int8(
+            IntWeights::I8(&wt),
+            n,
+            k,
+            scale,
+            &zps,
+        )?))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        m: usize,
+        k: usize,
+        bias: Option<&[f32]>,
+        out: &mut [f32],
+        mm: &mut MatmulWorkspace,
+        qs: &mut QGemmScratch,
+    ) -> Result<(), KokoroError> {
+        match self {
+            Self::Vnni(p) => p.gemm(pool, x, m, bias, out, qs)?,
+            Self::Dot(w) => matmul_ws(x, m, k, w, bias, out, mm, pool)?,
+        }
+        Ok(())
+    }
+}
+
 /// A `MatMulInteger` layer: int8 weight `[k, n]`, per-output-channel scale and zero point, bias.
 #[derive(Debug, Clone)]
 pub struct QLinear {
@@ -66,7 +112,7 @@ pub struct QLinear {
     pub w_zero: Vec<i8>,
     /// Float bias `[n]` of the following Add, if any.
     pub bias: Option<Vec<f32>>,
-    packed: Weights,
+    packed: Packed,
 }
 
 fn per_channel<T: Copy>(v: &[T], i: usize) -> T {
@@ -87,9 +133,7 @@ impl QLinear {
         w_zero: Vec<i8>,
         bias: Option<Vec<f32>>,
     ) -> Result<Self, KokoroError> {
-        let wt = transpose(&weight, k, n)?;
-        let zps: Vec<i32> = w_zero.iter().map(|&z| i32::from(z)).collect();
-        let packed = Weights::int8(IntWeights::I8(&wt), n, k, &w_scale, &zps)?;
+        let packed = Packed::new(k, n, &weight, &w_scale, &w_zero)?;
         if let Some(b) = &bias {
             crate::kernels::error::check_len("qlinear bias", n, b.len())?;
         }
@@ -154,17 +198,11 @@ impl QLinear {
         out: &mut [f32],
         ws: &mut MatmulWorkspace,
     ) -> Result<(), KokoroError> {
-        matmul_ws(
-            x,
-            m,
-            self.k,
-            &self.packed,
-            self.bias.as_deref(),
-            out,
-            ws,
-            pool,
-        )?;
-        Ok(())
+        // The VNNI route keeps its (small) quantized copy of `x` per call;
+        // `ws` serves the dot-product route.
+        let mut qs = QGemmScratch::default();
+        self.packed
+            .run(pool, x, m, self.k, self.bias.as_deref(), out, ws, &mut qs)
     }
 
     /// Readable reference of [`QLinear::forward`].
@@ -347,10 +385,10 @@ pub struct QLstm {
     pub scales: [Vec<f32>; 2],
     /// Per-direction zero points of W and R.
     pub zeros: [Vec<i8>; 2],
-    /// Input projection of all directions: `[dirs·4H, input]` packed.
-    w_packed: Weights,
-    /// Recurrent weights per direction: `[4H, H]` packed.
-    r_packed: Vec<Weights>,
+    /// Input projection of all directions: `[input, dirs·4H]` packed.
+    w_packed: Packed,
+    /// Recurrent weights per direction: `[H, 4H]` packed.
+    r_packed: Vec<Packed>,
     /// `Wb + Rb` per direction `[dirs, 4H]`.
     bias: Vec<f32>,
 }
@@ -366,6 +404,7 @@ struct DirScratch {
     c: Vec<f32>,
     tanh_c: Vec<f32>,
     mm: MatmulWorkspace,
+    qs: QGemmScratch,
 }
 
 /// Scratch for [`QLstm::forward`].
@@ -373,6 +412,7 @@ struct DirScratch {
 pub struct QLstmWorkspace {
     xproj: Vec<f32>,
     xmm: MatmulWorkspace,
+    xqs: QGemmScratch,
     dirs: Vec<DirScratch>,
 }
 
@@ -419,27 +459,34 @@ impl QLstm {
         for v in &zeros {
             check_len("qlstm zero points", dirs, v.len())?;
         }
-        let mut wt = Vec::with_capacity(w.len());
-        let mut w_sc = Vec::with_capacity(dirs * g);
-        let mut w_zp = Vec::with_capacity(dirs * g);
+        // W as one `[input, dirs·4H]` matrix: both directions share the
+        // quantized input, so one GEMM serves them (scales per column).
+        let mut wcat = Vec::with_capacity(w.len());
+        for i in 0..input {
+            for d in 0..dirs {
+                wcat.extend_from_slice(&w[(d * input + i) * g..(d * input + i + 1) * g]);
+            }
+        }
+        let w_sc: Vec<f32> = (0..dirs)
+            .flat_map(|d| std::iter::repeat_n(scales[0][d], g))
+            .collect();
+        let w_zp: Vec<i8> = (0..dirs)
+            .flat_map(|d| std::iter::repeat_n(zeros[0][d], g))
+            .collect();
+        let w_packed = Packed::new(input, dirs * g, &wcat, &w_sc, &w_zp)?;
         let mut r_packed = Vec::with_capacity(dirs);
         let mut bias = Vec::with_capacity(dirs * g);
         for d in 0..dirs {
-            wt.extend(transpose(&w[d * input * g..(d + 1) * input * g], input, g)?);
-            w_sc.extend(std::iter::repeat_n(scales[0][d], g));
-            w_zp.extend(std::iter::repeat_n(i32::from(zeros[0][d]), g));
-            let rt = transpose(&r[d * hidden * g..(d + 1) * hidden * g], hidden, g)?;
-            r_packed.push(Weights::int8(
-                IntWeights::I8(&rt),
-                g,
+            r_packed.push(Packed::new(
                 hidden,
+                g,
+                &r[d * hidden * g..(d + 1) * hidden * g],
                 &[scales[1][d]],
-                &[i32::from(zeros[1][d])],
+                &[zeros[1][d]],
             )?);
             let bd = &b[d * 2 * g..(d + 1) * 2 * g];
             bias.extend((0..g).map(|j| bd[j] + bd[g + j]));
         }
-        let w_packed = Weights::int8(IntWeights::I8(&wt), dirs * g, input, &w_sc, &w_zp)?;
         Ok(Self {
             input,
             hidden,
@@ -484,16 +531,8 @@ impl QLstm {
         }
         let n = self.dirs * g;
         let xproj = &mut ws.xproj[..t * n];
-        matmul_ws(
-            x,
-            t,
-            self.input,
-            &self.w_packed,
-            None,
-            xproj,
-            &mut ws.xmm,
-            pool,
-        )?;
+        self.w_packed
+            .run(pool, x, t, self.input, None, xproj, &mut ws.xmm, &mut ws.xqs)?;
         let xproj: &[f32] = xproj;
         let failed = std::sync::Mutex::new(None);
         pool.for_each_chunk_mut(&mut ws.dirs, 1, |d, st| {
@@ -530,15 +569,15 @@ impl QLstm {
         for step in 0..t {
             let s = if d == 0 { step } else { t - 1 - step };
             // Recurrent GEMM: h quantized per step as one tensor.
-            matmul_ws(
+            self.r_packed[d].run(
+                &Serial,
                 &st.h[..h],
                 1,
                 h,
-                &self.r_packed[d],
                 None,
                 &mut st.rec[..g],
                 &mut st.mm,
-                &Serial,
+                &mut st.qs,
             )?;
             let gates = &mut st.gates[..g];
             let xp = &xproj[s * n + d * g..s * n + (d + 1) * g];

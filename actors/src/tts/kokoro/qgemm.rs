@@ -1,0 +1,355 @@
+//! Int8 GEMM for `MatMulInteger` layers with the weight laid out for
+//! broadcast VNNI: `[n/16][k/4][16][4]`.
+//!
+//! One `vpdpbusd` multiplies a broadcast group of 4 activation bytes by 16
+//! output columns × 4 weights, accumulating 16 outputs at once: no
+//! horizontal reductions (the dot-product layout of
+//! [`crate::kernels::matmul`] needs one per output). Integer arithmetic is
+//! exact modulo 2³², so the result equals [`crate::kernels::matmul`]'s bit
+//! for bit; machines without AVX-512 VNNI use that kernel instead.
+//!
+//! `acc[m, n] = Σ_k (qa − za)(w − zw[n]) = Σ qa·w − za·Σw[n] − zw[n]·Σqa + K·za·zw[n]`,
+//! then `out = acc · (a_scale · w_scale[n]) + bias[n]` (the export's formula).
+
+use voxlane_runtime::Fork;
+
+use crate::kernels::error::{check_len, KernelError};
+use crate::kernels::matmul::quantize_activations;
+
+/// Output columns per block (one 512-bit register of i32).
+const NB: usize = 16;
+/// Column blocks per register tile (and per parallel chunk unit).
+const TILE_B: usize = 4;
+/// Activation rows per register tile.
+const TILE_R: usize = 4;
+/// Output columns per parallel chunk (fixed: results never depend on the budget).
+const CHUNK_COLS: usize = NB * TILE_B;
+
+/// Weights packed for [`PackedInt8::gemm`].
+#[derive(Debug, Clone)]
+pub struct PackedInt8 {
+    k: usize,
+    n: usize,
+    /// K rounded up to 4.
+    kq: usize,
+    /// `[n/16 (padded to the chunk)][kq/4][16][4]`.
+    data: Vec<i8>,
+    /// `Σ_k w[k, n]` over the true K.
+    col_sums: Vec<i32>,
+    zero: Vec<i32>,
+    scale: Vec<f32>,
+    /// Whether the VNNI route is used (else the readable tile).
+    vnni: bool,
+}
+
+/// Scratch of [`PackedInt8::gemm`]: quantized activations and their row sums.
+#[derive(Debug, Clone, Default)]
+pub struct QGemmScratch {
+    aq: Vec<u8>,
+    padded: Vec<u8>,
+    sums: Vec<i32>,
+}
+
+/// Whether this CPU has the broadcast VNNI route.
+pub fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+impl PackedInt8 {
+    /// Pack `w [k, n]` (ONNX `MatMulInteger` layout) with per-column (or single)
+    /// scales and zero points.
+    pub fn new(
+        k: usize,
+        n: usize,
+        w: &[i8],
+        scale: &[f32],
+        zero: &[i8],
+    ) -> Result<Self, KernelError> {
+        check_len("qgemm weight", k * n, w.len())?;
+        let per = |len: usize, what: &'static str| -> Result<(), KernelError> {
+            if len == 1 || len == n {
+                Ok(())
+            } else {
+                Err(KernelError::Param {
+                    what,
+                    detail: format!("need 1 or {n} values, got {len}"),
+                })
+            }
+        };
+        per(scale.len(), "qgemm scales")?;
+        per(zero.len(), "qgemm zero points")?;
+        let at = |v: usize, i: usize| if v == 1 { 0 } else { i };
+        let kq = k.div_ceil(4) * 4;
+        let np = n.div_ceil(CHUNK_COLS) * CHUNK_COLS;
+        let mut data = vec![0i8; np * kq];
+        let mut col_sums = vec![0i32; n];
+        for kk in 0..k {
+            for c in 0..n {
+                let v = w[kk * n + c];
+                let (b, j) = (c / NB, c % NB);
+                data[((b * (kq / 4) + kk / 4) * NB + j) * 4 + kk % 4] = v;
+                col_sums[c] += i32::from(v);
+            }
+        }
+        Ok(Self {
+            k,
+            n,
+            kq,
+            data,
+            col_sums,
+            zero: (0..n).map(|c| i32::from(zero[at(zero.len(), c)])).collect(),
+            scale: (0..n).map(|c| scale[at(scale.len(), c)]).collect(),
+            vnni: available(),
+        })
+    }
+
+    /// `out[m, n] = dequant(MatMulInteger(quant(x[m, k]), W)) (+ bias)`, x quantized as one tensor.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        m: usize,
+        bias: Option<&[f32]>,
+        out: &mut [f32],
+        scratch: &mut QGemmScratch,
+    ) -> Result<(), KernelError> {
+        let (k, n, kq) = (self.k, self.n, self.kq);
+        check_len("qgemm input", m * k, x.len())?;
+        check_len("qgemm output", m * n, out.len())?;
+        if let Some(b) = bias {
+            check_len("qgemm bias", n, b.len())?;
+        }
+        if m == 0 {
+            return Ok(());
+        }
+        if scratch.aq.len() < m * k {
+            scratch.aq.resize(m * k, 0);
+        }
+        let aq = quantize_activations(x, &mut scratch.aq[..m * k])?;
+        scratch.padded.clear();
+        scratch.padded.resize(m * kq, 0);
+        scratch.sums.clear();
+        for (r, row) in scratch.aq[..m * k].chunks_exact(k).enumerate() {
+            scratch.padded[r * kq..r * kq + k].copy_from_slice(row);
+            scratch.sums.push(row.iter().map(|&v| i32::from(v)).sum());
+        }
+        let (a, sums) = (&scratch.padded[..], &scratch.sums[..]);
+        let dst = Dst(out.as_mut_ptr());
+        pool.for_each_chunk(n, CHUNK_COLS, |cols| {
+            let (c0, nc) = (cols.start, cols.len());
+            // Per-column constants of the zero-point correction and dequantization.
+            let za = i32::from(aq.zero_point);
+            let (mut cc, mut zw) = ([0i32; CHUNK_COLS], [0i32; CHUNK_COLS]);
+            let (mut sc, mut bb) = ([0.0f32; CHUNK_COLS], [0.0f32; CHUNK_COLS]);
+            for j in 0..nc {
+                let c = c0 + j;
+                zw[j] = self.zero[c];
+                cc[j] = (self.k as i32)
+                    .wrapping_mul(za)
+                    .wrapping_mul(zw[j])
+                    .wrapping_sub(za.wrapping_mul(self.col_sums[c]));
+                sc[j] = aq.scale * self.scale[c];
+                bb[j] = bias.map_or(0.0, |b| b[c]);
+            }
+            let mut acc = [0i32; TILE_R * CHUNK_COLS];
+            let mut r0 = 0;
+            while r0 < m {
+                let rows = TILE_R.min(m - r0);
+                self.tile(a, r0, rows, c0 / NB, &mut acc);
+                for r in 0..rows {
+                    let a_sum = sums[r0 + r];
+                    // SAFETY: this chunk alone writes columns `cols` of every row.
+                    let y = unsafe {
+                        std::slice::from_raw_parts_mut(dst.get().add((r0 + r) * n + c0), nc)
+                    };
+                    let dots = &acc[r * CHUNK_COLS..r * CHUNK_COLS + nc];
+                    // Σ(a−za)(w−zw) = Σaw + (K·za·zw − za·Σw) − zw·Σa, wrapping.
+                    let v = |j: usize| {
+                        dots[j]
+                            .wrapping_add(cc[j])
+                            .wrapping_sub(zw[j].wrapping_mul(a_sum)) as f32
+                            * sc[j]
+                    };
+                    if bias.is_some() {
+                        for (j, o) in y.iter_mut().enumerate() {
+                            *o = v(j) + bb[j];
+                        }
+                    } else {
+                        for (j, o) in y.iter_mut().enumerate() {
+                            *o = v(j);
+                        }
+                    }
+                }
+                r0 += rows;
+            }
+        })?;
+        Ok(())
+    }
+
+    /// `acc[r][j] = Σ_k a[r0 + r, k] · w[k, block0·16 + j]` for one chunk.
+    fn tile(&self, a: &[u8], r0: usize, rows: usize, block0: usize, acc: &mut [i32]) {
+        #[cfg(target_arch = "x86_64")]
+        if self.vnni {
+            // SAFETY: features checked; `a` holds rows × kq bytes from row r0,
+            // the packed data holds TILE_B blocks from block0 (padded to the chunk).
+            unsafe {
+                match rows {
+                    4 => vnni::tile::<4>(self, a, r0, block0, acc),
+                    3 => vnni::tile::<3>(self, a, r0, block0, acc),
+                    2 => vnni::tile::<2>(self, a, r0, block0, acc),
+                    _ => vnni::tile::<1>(self, a, r0, block0, acc),
+                }
+            }
+            return;
+        }
+        self.tile_reference(a, r0, rows, block0, acc);
+    }
+
+    /// Readable reference of the tile: plain wrapping dot products.
+    fn tile_reference(&self, a: &[u8], r0: usize, rows: usize, block0: usize, acc: &mut [i32]) {
+        let k4 = self.kq / 4;
+        for r in 0..rows {
+            let ar = &a[(r0 + r) * self.kq..(r0 + r + 1) * self.kq];
+            for j in 0..CHUNK_COLS {
+                let (b, jj) = (block0 + j / NB, j % NB);
+                let mut s = 0i32;
+                for q in 0..k4 {
+                    for e in 0..4 {
+                        let w = self.data[((b * k4 + q) * NB + jj) * 4 + e];
+                        s = s.wrapping_add(i32::from(ar[q * 4 + e]) * i32::from(w));
+                    }
+                }
+                acc[r * CHUNK_COLS + j] = s;
+            }
+        }
+    }
+}
+
+/// Output pointer shared by lanes writing disjoint columns.
+#[derive(Clone, Copy)]
+struct Dst(*mut f32);
+// SAFETY: lanes write disjoint column ranges (see `gemm`).
+unsafe impl Send for Dst {}
+// SAFETY: as above.
+unsafe impl Sync for Dst {}
+impl Dst {
+    fn get(&self) -> *mut f32 {
+        self.0
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod vnni {
+    use super::{PackedInt8, CHUNK_COLS, NB, TILE_B};
+    use std::arch::x86_64::*;
+
+    /// `R` rows × 4 blocks of 16 columns, K in groups of 4 bytes.
+    ///
+    /// # Safety
+    /// AVX-512 F/BW/VNNI must be available; `a` holds rows `r0..r0+R` of `kq`
+    /// bytes and the packed weights hold blocks `block0..block0+4`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn tile<const R: usize>(
+        p: &PackedInt8,
+        a: &[u8],
+        r0: usize,
+        block0: usize,
+        acc: &mut [i32],
+    ) {
+        let k4 = p.kq / 4;
+        let mut s = [[_mm512_setzero_si512(); TILE_B]; R];
+        let ap = a.as_ptr().add(r0 * p.kq);
+        let wp = p.data.as_ptr().add(block0 * k4 * NB * 4);
+        let bstride = k4 * NB * 4;
+        for q in 0..k4 {
+            let mut w = [_mm512_setzero_si512(); TILE_B];
+            for (b, v) in w.iter_mut().enumerate() {
+                *v = _mm512_loadu_si512(wp.add(b * bstride + q * NB * 4) as *const _);
+            }
+            for (r, row) in s.iter_mut().enumerate() {
+                let g = (ap.add(r * p.kq + q * 4) as *const i32).read_unaligned();
+                let av = _mm512_set1_epi32(g);
+                for (b, acc) in row.iter_mut().enumerate() {
+                    *acc = _mm512_dpbusd_epi32(*acc, av, w[b]);
+                }
+            }
+        }
+        for (r, row) in s.iter().enumerate() {
+            for (b, v) in row.iter().enumerate() {
+                _mm512_storeu_si512(acc.as_mut_ptr().add(r * CHUNK_COLS + b * NB) as *mut _, *v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::matmul::{matmul_ws, transpose, IntWeights, MatmulWorkspace, Weights};
+    use voxlane_runtime::LanePool;
+
+    #[test]
+    fn equals_the_dot_product_kernel_bit_for_bit() {
+        let pool = LanePool::new(2).expect("pool");
+        for &(m, k, n) in &[(1, 256, 1024), (5, 70, 50), (37, 768, 64), (9, 3, 17)] {
+            let w: Vec<i8> = (0..k * n).map(|i| ((i * 131 + 7) % 255) as i8).collect();
+            let scale: Vec<f32> = (0..n).map(|i| 1e-3 + i as f32 * 1e-5).collect();
+            let zero: Vec<i8> = (0..n).map(|i| (i % 5) as i8 - 2).collect();
+            let bias: Vec<f32> = (0..n).map(|i| i as f32 * 0.01).collect();
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 7919) % 211) as f32 / 37.0 - 2.5)
+                .collect();
+            let packed = PackedInt8::new(k, n, &w, &scale, &zero).expect("pack");
+            let mut got = vec![0.0f32; m * n];
+            packed
+                .gemm(
+                    &pool,
+                    &x,
+                    m,
+                    Some(&bias),
+                    &mut got,
+                    &mut QGemmScratch::default(),
+                )
+                .expect("gemm");
+            let wt = transpose(&w, k, n).expect("transpose");
+            let zp: Vec<i32> = zero.iter().map(|&z| i32::from(z)).collect();
+            let reference = Weights::int8(IntWeights::I8(&wt), n, k, &scale, &zp).expect("weights");
+            let mut want = vec![0.0f32; m * n];
+            matmul_ws(
+                &x,
+                m,
+                k,
+                &reference,
+                Some(&bias),
+                &mut want,
+                &mut MatmulWorkspace::default(),
+                &pool,
+            )
+            .expect("matmul");
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "m={m} k={k} n={n}");
+            // The readable tile agrees with the SIMD one.
+            let mut a = vec![0u8; m * packed.kq];
+            let mut aq = vec![0u8; m * k];
+            quantize_activations(&x, &mut aq).expect("quantize");
+            for r in 0..m {
+                a[r * packed.kq..r * packed.kq + k].copy_from_slice(&aq[r * k..(r + 1) * k]);
+            }
+            let (mut t1, mut t2) = (vec![0i32; 4 * CHUNK_COLS], vec![0i32; 4 * CHUNK_COLS]);
+            let rows = m.min(4);
+            packed.tile(&a, 0, rows, 0, &mut t1);
+            packed.tile_reference(&a, 0, rows, 0, &mut t2);
+            assert_eq!(t1, t2);
+        }
+    }
+}
