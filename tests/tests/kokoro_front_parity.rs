@@ -231,3 +231,34 @@ fn bad_inputs_are_typed_errors() {
     let too_long = vec![0i64; 600];
     assert!(f.run(&pool, &too_long, &c.style, 1.0, &mut ws).is_err());
 }
+
+#[test]
+fn resolver_errors_name_the_node() {
+    use voxlane_actors::tts::kokoro::graph::{KokoroError, KokoroGraph};
+    use voxlane_runtime::onnx::OnnxModel;
+    front();
+    let fetcher = Fetcher::new().expect("voxlane home");
+    let path = fetcher.path_of(&catalog::KOKORO_INT8);
+    let model = OnnxModel::open(&path).expect("model");
+    let g = KokoroGraph::new(&model);
+    match g.qlinear("/no/such/MatMul_quant") {
+        Err(KokoroError::MissingNode(n)) => assert_eq!(n, "/no/such/MatMul_quant"),
+        other => panic!("expected MissingNode, got {other:?}"),
+    }
+    let conv = "/encoder/text_encoder/cnn.0/cnn.0.0/Conv_quant";
+    match g.qlinear(conv) {
+        Err(KokoroError::BadNode { node, .. }) => assert_eq!(node, conv),
+        other => panic!("expected BadNode, got {other:?}"),
+    }
+    let c = g.qconv(conv).expect("qconv");
+    assert_eq!(
+        (c.params.c_in, c.params.c_out, c.params.kernel),
+        (512, 512, 5)
+    );
+    assert_eq!((c.params.pad_left, c.params.pad_right), (2, 2));
+    assert!(c.bias.is_some());
+    let l = g
+        .qlstm("/encoder/text_encoder/lstm/LSTM_quant")
+        .expect("qlstm");
+    assert_eq!((l.input, l.hidden, l.dirs), (512, 256, 2));
+}
