@@ -39,6 +39,9 @@ const DOWN_SCALE: f32 = 0.003_333_333_4;
 /// Samples per parallel chunk (fixed: determinism; stack scratch of 9×chunk).
 const CHUNK: usize = 512;
 
+/// Per-harmonic cumulative phase sums (in cycles, before `×2π×300`).
+pub type PhaseState = [f32; HARMONICS];
+
 /// The bound source module: `l_linear` (9 → 1) weights and bias.
 #[derive(Debug, Clone)]
 pub struct HarmonicSource {
@@ -46,17 +49,20 @@ pub struct HarmonicSource {
     bias: f32,
 }
 
-/// Linear-resize taps of one output position: `(x1, x2, dx1, dx2)`, value
+/// Linear-resize taps of output position `i`: `(x1, x2, dx1, dx2)`, value
 /// `v[x1]·dx2 + v[x2]·dx1` (onnxruntime's half_pixel bilinear, one axis).
-fn linear_tap(i: usize, scale: f32, in_len: usize) -> (usize, usize, f32, f32) {
-    let last = in_len.saturating_sub(1);
-    let x = ((i as f32 + 0.5) / scale - 0.5).clamp(0.0, last as f32);
-    let x1 = (x as usize).min(last);
+fn linear_tap(i: usize, scale: f32, first: usize, end: usize) -> (usize, usize, f32, f32) {
+    // Output position `i` and the input range `first..end` are absolute (a
+    // window computes its taps exactly as the whole utterance would); the
+    // returned indices are relative to `first`.
+    let last = end.saturating_sub(1).max(first);
+    let x = ((i as f32 + 0.5) / scale - 0.5).clamp(first as f32, last as f32);
+    let x1 = (x as usize).clamp(first, last);
     let x2 = (x1 + 1).min(last);
     if x1 == x2 {
-        return (x1, x2, 0.5, 0.5);
+        return (x1 - first, x2 - first, 0.5, 0.5);
     }
-    (x1, x2, x - x1 as f32, x2 as f32 - x)
+    (x1 - first, x2 - first, x - x1 as f32, x2 as f32 - x)
 }
 
 /// One linearly resized value of harmonic row `h`. onnxruntime resizes the
@@ -89,16 +95,17 @@ impl HarmonicSource {
         Ok(Self { weight: w, bias })
     }
 
-    /// Frame phases `[9, N]` after the cumulative sum and `×2π×300` (step 4).
-    pub fn frame_phases(f0: &[f32]) -> Vec<f32> {
+    /// Frame phases `[9, N]` after the cumulative sum and `×2π×300` (step 4),
+    /// the sum starting from `start` (see [`HarmonicSource::phase_state`]).
+    pub fn frame_phases(f0: &[f32], start: &PhaseState, frame0: usize) -> Vec<f32> {
         let n = f0.len();
-        let len = n * UPSAMPLE;
+        let (s0, s1) = (frame0 * UPSAMPLE, (frame0 + n) * UPSAMPLE);
         let pi = std::f32::consts::PI;
         let mut ph = vec![0.0f32; HARMONICS * n];
         for h in 0..HARMONICS {
-            let mut acc = 0.0f32;
+            let mut acc = start[h];
             for i in 0..n {
-                let (x1, x2, dx1, dx2) = linear_tap(i, DOWN_SCALE, len);
+                let (x1, x2, dx1, dx2) = linear_tap(frame0 + i, DOWN_SCALE, s0, s1);
                 let a = increment(f0[x1 / UPSAMPLE], h + 1);
                 let b = increment(f0[x2 / UPSAMPLE], h + 1);
                 acc += interp(h, a, b, dx1, dx2);
@@ -108,6 +115,28 @@ impl HarmonicSource {
         ph
     }
 
+    /// The cumulative phase sums after the frames `f0` (the state a window
+    /// starting right after them continues from). The downsampling taps of
+    /// frame `i` lie inside its own 300 samples, so the sums do not depend on
+    /// where windows are cut: a window's interior reproduces the whole-utterance
+    /// source bit for bit (its first and last 150 samples interpolate against
+    /// clamped edges and differ).
+    pub fn phase_state(f0: &[f32]) -> PhaseState {
+        let mut acc = [0.0f32; HARMONICS];
+        let len = f0.len() * UPSAMPLE;
+        for (h, a) in acc.iter_mut().enumerate() {
+            for i in 0..f0.len() {
+                let (x1, x2, dx1, dx2) = linear_tap(i, DOWN_SCALE, 0, len);
+                let (p, q) = (
+                    increment(f0[x1 / UPSAMPLE], h + 1),
+                    increment(f0[x2 / UPSAMPLE], h + 1),
+                );
+                *a += interp(h, p, q, dx1, dx2);
+            }
+        }
+        acc
+    }
+
     /// `out: [300·N]` source excitation from `f0: [N]` (Hz, at 2× the decoder frame rate).
     pub fn forward(
         &self,
@@ -115,19 +144,38 @@ impl HarmonicSource {
         f0: &[f32],
         out: &mut [f32],
     ) -> Result<(), KernelError> {
+        self.forward_from(pool, f0, &[0.0; HARMONICS], 0, out)
+    }
+
+    /// As [`HarmonicSource::forward`] for a window of the utterance starting
+    /// at frame `frame0`, whose cumulative phases start at `start` (the
+    /// [`HarmonicSource::phase_state`] of the frames before it).
+    pub fn forward_from(
+        &self,
+        pool: &impl Fork,
+        f0: &[f32],
+        start: &PhaseState,
+        frame0: usize,
+        out: &mut [f32],
+    ) -> Result<(), KernelError> {
         let n = f0.len();
         check_len("source output", n * UPSAMPLE, out.len())?;
         if n == 0 {
             return Ok(());
         }
-        let phases = Self::frame_phases(f0);
+        let phases = Self::frame_phases(f0, start, frame0);
         let level = simd_level();
         pool.for_each_chunk_mut(out, CHUNK, |ci, dst| {
             let j0 = ci * CHUNK;
             let m = dst.len();
             let mut taps = [(0usize, 0usize, 0.0f32, 0.0f32); CHUNK];
             for (k, tap) in taps[..m].iter_mut().enumerate() {
-                *tap = linear_tap(j0 + k, UPSAMPLE as f32, n);
+                *tap = linear_tap(
+                    frame0 * UPSAMPLE + j0 + k,
+                    UPSAMPLE as f32,
+                    frame0,
+                    frame0 + n,
+                );
             }
             let mut s = [0.0f32; HARMONICS * CHUNK];
             for h in 0..HARMONICS {
@@ -154,5 +202,42 @@ impl HarmonicSource {
             tanh_inplace(level, dst);
         })?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use voxlane_runtime::LanePool;
+
+    #[test]
+    fn windows_continue_the_whole_utterance_phase() {
+        let src = HarmonicSource::new(&[0.3, -0.2, 0.1, 0.05, -0.04, 0.03, 0.2, -0.3, 0.25], -0.03)
+            .expect("weights");
+        let pool = LanePool::new(1).expect("pool");
+        // A gliding, partly unvoiced f0 over 40 frames.
+        let f0: Vec<f32> = (0..40)
+            .map(|i| {
+                if i % 13 == 5 {
+                    0.0
+                } else {
+                    120.0 + 7.3 * i as f32
+                }
+            })
+            .collect();
+        let mut full = vec![0.0f32; f0.len() * UPSAMPLE];
+        src.forward(&pool, &f0, &mut full).expect("full");
+        let (a, b) = (11, 29);
+        let start = HarmonicSource::phase_state(&f0[..a]);
+        let mut win = vec![0.0f32; (b - a) * UPSAMPLE];
+        src.forward_from(&pool, &f0[a..b], &start, a, &mut win)
+            .expect("window");
+        let edge = UPSAMPLE / 2;
+        let inner = &win[edge..win.len() - edge];
+        let whole = &full[a * UPSAMPLE + edge..b * UPSAMPLE - edge];
+        assert!(inner
+            .iter()
+            .zip(whole)
+            .all(|(x, y)| x.to_bits() == y.to_bits()));
     }
 }
