@@ -10,7 +10,7 @@ use voxlane_runtime::onnx::OnnxModel;
 use voxlane_runtime::Fork;
 
 use super::decoder::{Decoder, DecoderWorkspace};
-use super::generator::{Generator, GeneratorTimes, GeneratorWorkspace};
+use super::generator::{Generator, GeneratorTimes, GeneratorWorkspace, SourceWindow};
 use super::graph::{KokoroError, KokoroGraph};
 use super::stft::CHANNELS;
 
@@ -107,6 +107,27 @@ impl KokoroBack {
         lanes: &impl Fork,
         out: &mut BackOutput,
     ) -> Result<(), KokoroError> {
+        let whole = SourceWindow::default();
+        self.run_window_into(asr, f0, n, style, &whole, lanes, out)
+    }
+
+    /// Run a window of an utterance (its `asr`, `f0`, `n` columns) whose
+    /// harmonic source continues the utterance's phase at `window`
+    /// ([`SourceWindow::at`] with the window's first f0 frame). AdaIN
+    /// statistics and activation quantization ranges are the window's own,
+    /// so the output approximates the whole-utterance one; overlap windows
+    /// and crossfade (the first/last frames of a window see its edges).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_window_into(
+        &mut self,
+        asr: &[f32],
+        f0: &[f32],
+        n: &[f32],
+        style: &[f32],
+        window: &SourceWindow,
+        lanes: &impl Fork,
+        out: &mut BackOutput,
+    ) -> Result<(), KokoroError> {
         let a = self.decoder.asr_dim();
         if !asr.len().is_multiple_of(a) {
             return Err(KokoroError::Input(format!(
@@ -144,11 +165,12 @@ impl KokoroBack {
         out.conv_post.resize(CHANNELS * ts, 0.0);
         out.audio.resize(Generator::audio_len(t), 0.0);
         out.spec_frames = ts;
-        let generator = self.generator.forward(
+        let generator = self.generator.forward_window(
             lanes,
             &self.feats[..c * t],
             t,
             f0,
+            window,
             style,
             &mut out.conv_post,
             &mut out.audio,

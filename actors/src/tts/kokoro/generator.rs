@@ -21,7 +21,7 @@ use super::blocks::{
 use super::graph::{FloatConv, KokoroError, KokoroGraph};
 use super::lane_qconv::{LaneQConv, LaneQConvWorkspace};
 use super::pointwise;
-use super::source::{HarmonicSource, UPSAMPLE};
+use super::source::{HarmonicSource, PhaseState, UPSAMPLE};
 use super::stft::{Istft, IstftWorkspace, SourceStft, CHANNELS};
 use crate::kernels::conv1d::{Conv1d, Conv1dParams, Conv1dWorkspace};
 use crate::kernels::conv_transpose1d::{
@@ -70,6 +70,26 @@ impl GeneratorWorkspace {
     /// An empty workspace.
     pub fn new() -> Self {
         Self::default()
+    }
+}
+
+/// Where a window sits in its utterance, for the harmonic source.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SourceWindow {
+    /// First f0 frame (2× the decoder rate) of the window.
+    pub frame0: usize,
+    /// [`HarmonicSource::phase_state`] of the f0 frames before it.
+    pub phase: PhaseState,
+}
+
+impl SourceWindow {
+    /// The window starting at f0 frame `frame0` of the utterance whose f0 is `f0_all`.
+    pub fn at(f0_all: &[f32], frame0: usize) -> Self {
+        let frame0 = frame0.min(f0_all.len());
+        Self {
+            frame0,
+            phase: HarmonicSource::phase_state(&f0_all[..frame0]),
+        }
     }
 }
 
@@ -212,6 +232,26 @@ impl Generator {
         audio: &mut [f32],
         ws: &mut GeneratorWorkspace,
     ) -> Result<GeneratorTimes, KokoroError> {
+        let whole = SourceWindow::default();
+        self.forward_window(pool, x_in, t, f0, &whole, style, conv_post, audio, ws)
+    }
+
+    /// As [`Generator::forward`] for a window of an utterance: the harmonic
+    /// source continues the whole utterance's phase (see [`SourceWindow`]);
+    /// everything else sees only the window.
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward_window(
+        &self,
+        pool: &impl Fork,
+        x_in: &[f32],
+        t: usize,
+        f0: &[f32],
+        window: &SourceWindow,
+        style: &[f32],
+        conv_post: &mut [f32],
+        audio: &mut [f32],
+        ws: &mut GeneratorWorkspace,
+    ) -> Result<GeneratorTimes, KokoroError> {
         let mut times = GeneratorTimes::default();
         let mut clock = std::time::Instant::now();
         let mut lap = |slot: &mut f64| {
@@ -230,7 +270,8 @@ impl Generator {
         // Harmonic source and its STFT: [22, ts].
         let n_har = Self::audio_len(t);
         grow(&mut ws.har, n_har);
-        self.source.forward(pool, f0, &mut ws.har[..n_har])?;
+        self.source
+            .forward_from(pool, f0, &window.phase, window.frame0, &mut ws.har[..n_har])?;
         if SourceStft::frames(n_har) != ts {
             return Err(KokoroError::Input(format!(
                 "source STFT has {} frames, the upsampler {ts}",
