@@ -531,8 +531,16 @@ impl QLstm {
         }
         let n = self.dirs * g;
         let xproj = &mut ws.xproj[..t * n];
-        self.w_packed
-            .run(pool, x, t, self.input, None, xproj, &mut ws.xmm, &mut ws.xqs)?;
+        self.w_packed.run(
+            pool,
+            x,
+            t,
+            self.input,
+            None,
+            xproj,
+            &mut ws.xmm,
+            &mut ws.xqs,
+        )?;
         let xproj: &[f32] = xproj;
         let failed = std::sync::Mutex::new(None);
         pool.for_each_chunk_mut(&mut ws.dirs, 1, |d, st| {
