@@ -1,7 +1,7 @@
 //! f32 weights: matvec rows from `f32_matvec` (exact 16-lane order), GEMM
 //! chunks straight into the `sgemm` tile with W seen transposed (no copy).
 
-use super::{add_bias, run_float, DisjointOut, CHUNK_N, SMALL_M};
+use super::{add_bias, run_float, DisjointOut, SMALL_M};
 use crate::kernels::cpu::SimdLevel;
 use crate::kernels::error::KernelError;
 use crate::kernels::f32_matvec;
@@ -9,6 +9,10 @@ use crate::kernels::sgemm::{sgemm, MatRef};
 use voxlane_runtime::Fork;
 
 type NoTile = fn(usize, usize, usize, usize, &mut [f32]);
+
+/// Output columns per GEMM chunk: wider than [`CHUNK_N`] so each `sgemm`
+/// call gets a tile big enough to run at speed; fixed, independent of threads.
+const GEMM_CHUNK_N: usize = 256;
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run(
@@ -30,7 +34,7 @@ pub(super) fn run(
         return run_float(a, m, k, n, bias, out, lanes, rows, None::<NoTile>);
     }
     let dst = DisjointOut::new(out);
-    lanes.for_each_chunk(n, CHUNK_N, |range| {
+    lanes.for_each_chunk(n, GEMM_CHUNK_N, |range| {
         let nr = range.len();
         let mut c = vec![0.0f32; m * nr];
         let wr = &w[range.start * k..range.end * k];
