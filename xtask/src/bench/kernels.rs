@@ -379,7 +379,7 @@ fn conv_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
                 3,
             );
             rows.push(Row {
-                kernel: "kernel_conv1d",
+                kernel: "conv1d",
                 dtype: "f32",
                 shape: shape.clone(),
                 threads: t,
@@ -404,7 +404,7 @@ fn conv_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
                 3,
             );
             rows.push(Row {
-                kernel: "kernel_conv1d",
+                kernel: "conv1d",
                 dtype: "int8",
                 shape,
                 threads: t,
@@ -469,7 +469,7 @@ fn conv_transpose_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), S
                 3,
             );
             rows.push(Row {
-                kernel: "kernel_conv_transpose1d",
+                kernel: "conv_transpose1d",
                 dtype: "f32",
                 shape: format!(
                     "{}→{} k{} s{} p{} T={frames}",
@@ -622,7 +622,7 @@ fn lstm_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
             );
             let flops = 2.0 * 2.0 * (t * g * (input + hidden)) as f64;
             rows.push(Row {
-                kernel: "kernel_lstm",
+                kernel: "lstm",
                 dtype: "f32",
                 shape: format!("bidir I={input} H={hidden} T={t}"),
                 threads,
