@@ -25,9 +25,8 @@ pub mod route {
 /// (its private `DW_ROWS`); only decides whether forking can help.
 pub const DEPTHWISE_ROWS: usize = 16;
 
-/// Largest buffer (in f32 elements) a workspace or packed weight may need;
-/// anything larger is a configuration mistake, not a model.
-pub const MAX_ELEMENTS: usize = 1 << 31;
+use crate::kernels::guards::conv_weights_problem;
+pub use crate::kernels::guards::MAX_ELEMENTS;
 
 /// `(kernel − 1)·dilation + 1`, or `None` on overflow.
 pub fn span(c: &Conv1dParams) -> Option<usize> {
@@ -48,29 +47,13 @@ fn dense_phases(p: &Conv1dKernelParams) -> bool {
 
 fn weights_problem(p: &Conv1dKernelParams) -> Option<String> {
     let c = &p.conv;
-    let want = c
-        .c_out
-        .checked_mul(c.c_in / c.groups)
-        .and_then(|n| n.checked_mul(c.kernel))
-        .filter(|n| *n <= MAX_ELEMENTS);
-    match want {
-        None => return Some(format!("weight count overflows: {c:?}")),
-        Some(n) if n != p.weight.len() => {
-            return Some(format!(
-                "weights hold {} values, c_out·c_in/groups·kernel = {n}",
-                p.weight.len()
-            ))
-        }
-        Some(_) => {}
-    }
-    match &p.bias {
-        Some(b) if b.len() != c.c_out => Some(format!(
-            "bias holds {} values, c_out = {}",
-            b.len(),
-            c.c_out
-        )),
-        _ => None,
-    }
+    conv_weights_problem(
+        (c.c_out, c.c_in / c.groups, c.kernel),
+        "c_out·c_in/groups·kernel",
+        p.weight.len(),
+        p.bias.as_ref().map(Vec::len),
+        c.c_out,
+    )
 }
 
 /// Why `p` cannot be prepared, if it cannot.

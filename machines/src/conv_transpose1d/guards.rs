@@ -20,9 +20,8 @@ pub mod route {
     pub const SCATTER: usize = 3;
 }
 
-/// Largest buffer (in f32 elements) a workspace or packed weight may need;
-/// anything larger is a configuration mistake, not a model.
-pub const MAX_ELEMENTS: usize = 1 << 31;
+use crate::kernels::guards::conv_weights_problem;
+pub use crate::kernels::guards::MAX_ELEMENTS;
 
 /// The kernel takes the polyphase route: `dilation == 1` and not asked for GEMM.
 pub fn is_polyphase(p: &ConvTranspose1dKernelParams) -> bool {
@@ -44,29 +43,13 @@ pub fn out_len(c: &ConvTranspose1dParams, t_in: usize) -> Option<usize> {
 
 fn weights_problem(p: &ConvTranspose1dKernelParams) -> Option<String> {
     let c = &p.conv;
-    let want = c
-        .c_in
-        .checked_mul(c.c_out / c.groups)
-        .and_then(|n| n.checked_mul(c.kernel))
-        .filter(|n| *n <= MAX_ELEMENTS);
-    match want {
-        None => return Some(format!("weight count overflows: {c:?}")),
-        Some(n) if n != p.weight.len() => {
-            return Some(format!(
-                "weights hold {} values, c_in·c_out/groups·kernel = {n}",
-                p.weight.len()
-            ))
-        }
-        Some(_) => {}
-    }
-    match &p.bias {
-        Some(b) if b.len() != c.c_out => Some(format!(
-            "bias holds {} values, c_out = {}",
-            b.len(),
-            c.c_out
-        )),
-        _ => None,
-    }
+    conv_weights_problem(
+        (c.c_in, c.c_out / c.groups, c.kernel),
+        "c_in·c_out/groups·kernel",
+        p.weight.len(),
+        p.bias.as_ref().map(Vec::len),
+        c.c_out,
+    )
 }
 
 /// Why `p` cannot be prepared, if it cannot.

@@ -67,3 +67,34 @@ pub fn guard_route_lanes<K: KernelContract>(
 ) -> bool {
     runnable(m, e, s) && splits(m, e)
 }
+
+/// Largest buffer (in f32 elements) a workspace or packed weight may need;
+/// anything larger is a configuration mistake, not a model.
+pub const MAX_ELEMENTS: usize = 1 << 31;
+
+/// Why a convolution weight of `rows · cols · kernel` values (`formula`
+/// names the product) and an optional bias of `bias_len` for `c_out`
+/// channels do not fit the `weight_len` given, if they do not.
+pub fn conv_weights_problem(
+    (rows, cols, kernel): (usize, usize, usize),
+    formula: &str,
+    weight_len: usize,
+    bias_len: Option<usize>,
+    c_out: usize,
+) -> Option<String> {
+    let want = rows
+        .checked_mul(cols)
+        .and_then(|n| n.checked_mul(kernel))
+        .filter(|n| *n <= MAX_ELEMENTS);
+    match want {
+        None => return Some(format!("weight count {rows}·{cols}·{kernel} overflows")),
+        Some(n) if n != weight_len => {
+            return Some(format!("weights hold {weight_len} values, {formula} = {n}"))
+        }
+        Some(_) => {}
+    }
+    match bias_len {
+        Some(b) if b != c_out => Some(format!("bias holds {b} values, c_out = {c_out}")),
+        _ => None,
+    }
+}

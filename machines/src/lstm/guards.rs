@@ -17,9 +17,7 @@ pub mod route {
     pub const ONNX: usize = 2;
 }
 
-/// Largest buffer (in f32 elements) a workspace or weight may need;
-/// anything larger is a configuration mistake, not a model.
-pub const MAX_ELEMENTS: usize = 1 << 31;
+pub use crate::kernels::guards::MAX_ELEMENTS;
 
 fn len_problem(what: &str, got: usize, want: usize) -> Option<String> {
     (got != want).then(|| format!("{what} holds {got} values, expected {want}"))
