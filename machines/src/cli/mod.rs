@@ -4,6 +4,7 @@
 pub mod fetch;
 pub mod progress;
 pub mod speak;
+pub mod synth;
 
 use clap::{Parser, Subcommand};
 use std::io::{Read, Write};
@@ -59,9 +60,12 @@ pub enum CliError {
     /// Fetching models failed.
     #[error(transparent)]
     Fetch(#[from] voxlane_runtime::fetch::FetchError),
-    /// A feature that lands with a later issue.
-    #[error("{0} is not available yet: it lands with the Kokoro TTS issue")]
-    NotYet(&'static str),
+    /// The text frontend failed (espeak-ng missing, nothing to phonemize, ...).
+    #[error(transparent)]
+    Frontend(#[from] voxlane_actors::tts::frontend::FrontendError),
+    /// The model could not be loaded or run.
+    #[error(transparent)]
+    Model(#[from] voxlane_actors::tts::kokoro::graph::KokoroError),
 }
 
 /// voxlane: real-time speech generation on the CPU, from state machines.
@@ -120,8 +124,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
 pub fn run_with_stdin(cli: Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<(), CliError> {
     match cli.command {
         Command::Speak(args) => {
-            speak::validate(args, stdin)?;
-            Err(CliError::NotYet("`voxlane speak`"))
+            let req = speak::validate(args, stdin)?;
+            synth::speak(req, &mut std::io::stderr().lock(), out)
         }
         Command::Fetch => {
             let fetcher = voxlane_runtime::fetch::Fetcher::new()?;
@@ -206,5 +210,19 @@ pub fn main() -> ExitCode {
             eprintln!("voxlane: error: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Parse and validate a `voxlane speak ...` command line without
+/// synthesizing: every typed error `speak` can raise before work starts.
+pub fn check_speak<I, T>(args: I, stdin: &mut dyn Read) -> Result<speak::SpeakRequest, CliError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = Cli::try_parse_from(args).map_err(|e| CliError::Usage(e.to_string()))?;
+    match cli.command {
+        Command::Speak(args) => speak::validate(args, stdin),
+        _ => Err(CliError::Usage("expected `voxlane speak ...`".into())),
     }
 }

@@ -65,8 +65,8 @@ pub struct SpeakRequest {
     pub voices: Option<PathBuf>,
     /// Write audio as it is generated.
     pub stream: bool,
-    /// The output WAV.
-    pub output: PathBuf,
+    /// The output WAV (optional with `--stream`).
+    pub output: Option<PathBuf>,
 }
 
 /// Check every argument; `stdin` is read when the text is `-`.
@@ -75,7 +75,11 @@ pub fn validate(args: SpeakArgs, stdin: &mut dyn Read) -> Result<SpeakRequest, C
     if !SPEED_RANGE.contains(&args.speed) {
         return Err(CliError::Speed(args.speed));
     }
-    let output = args.output.ok_or(CliError::MissingOutput)?;
+    // `--stream` writes PCM to stdout; otherwise a WAV file is the output.
+    let output = match (args.output, args.stream) {
+        (None, false) => return Err(CliError::MissingOutput),
+        (output, _) => output,
+    };
     let text = if args.text.len() == 1 && args.text[0] == "-" {
         let mut text = String::new();
         stdin.read_to_string(&mut text).map_err(CliError::Stdin)?;
@@ -87,7 +91,9 @@ pub fn validate(args: SpeakArgs, stdin: &mut dyn Read) -> Result<SpeakRequest, C
     if split(&normalize(&text)).is_empty() {
         return Err(CliError::EmptyText);
     }
-    check_writable(&output)?;
+    if let Some(output) = &output {
+        check_writable(output)?;
+    }
     if let Some(model) = &args.model {
         if !model.is_file() {
             return Err(CliError::MissingFile {

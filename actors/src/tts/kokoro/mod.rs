@@ -18,6 +18,7 @@ pub mod generator;
 pub mod graph;
 pub mod lane_qconv;
 pub mod ort_sin;
+pub mod pipeline;
 pub mod pointwise;
 pub mod prosody;
 pub mod qgemm;

@@ -1,0 +1,84 @@
+//! The whole Kokoro network for one chunk: tokens + voice style + speed →
+//! 24 kHz audio, through [`KokoroFront`] and [`KokoroBack`], both loaded once
+//! from one memory-mapped ONNX file.
+
+use super::back::{BackOutput, KokoroBack};
+use super::front::{FrontWorkspace, KokoroFront, STYLE_DIM};
+use super::graph::{KokoroError, KokoroGraph};
+use std::path::Path;
+use voxlane_runtime::onnx::OnnxModel;
+use voxlane_runtime::Fork;
+
+/// Audio sample rate of Kokoro's output.
+pub const SAMPLE_RATE: u32 = 24_000;
+
+/// Tokens per call, the two pads included (the position table has 512 rows).
+pub const MAX_TOKENS: usize = 512;
+
+/// Kokoro-82M, loaded and ready to synthesize chunk after chunk.
+pub struct KokoroTts {
+    front: KokoroFront,
+    back: KokoroBack,
+    front_ws: FrontWorkspace,
+    back_out: BackOutput,
+}
+
+impl std::fmt::Debug for KokoroTts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KokoroTts").finish_non_exhaustive()
+    }
+}
+
+impl KokoroTts {
+    /// Load every weight of the int8 (or fp32) ONNX export at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, KokoroError> {
+        let model = OnnxModel::open(path)?;
+        let front = KokoroFront::load(&KokoroGraph::new(&model))?;
+        let back = KokoroBack::load(&model)?;
+        let front_ws = front.workspace(MAX_TOKENS)?;
+        Ok(Self {
+            front,
+            back,
+            front_ws,
+            back_out: BackOutput::default(),
+        })
+    }
+
+    /// Synthesize one chunk: `tokens` padded with 0 at both ends, the voice's
+    /// style row for this chunk (256 values) and the speaking rate. Returns
+    /// the chunk's audio (borrowed until the next call).
+    pub fn synthesize(
+        &mut self,
+        tokens: &[i64],
+        style: &[f32],
+        speed: f32,
+        lanes: &impl Fork,
+    ) -> Result<&[f32], KokoroError> {
+        if tokens.len() > MAX_TOKENS {
+            return Err(KokoroError::Input(format!(
+                "{} tokens exceed the model's {MAX_TOKENS}",
+                tokens.len()
+            )));
+        }
+        if style.len() != STYLE_DIM {
+            return Err(KokoroError::Input(format!(
+                "style must have {STYLE_DIM} values (got {})",
+                style.len()
+            )));
+        }
+        let front = self
+            .front
+            .run(lanes, tokens, style, speed, &mut self.front_ws)?;
+        // The decoder takes the first half of the style row, the predictor the second.
+        let decoder_style = &style[..STYLE_DIM / 2];
+        self.back.run_into(
+            &front.asr,
+            &front.f0,
+            &front.n,
+            decoder_style,
+            lanes,
+            &mut self.back_out,
+        )?;
+        Ok(&self.back_out.audio)
+    }
+}
