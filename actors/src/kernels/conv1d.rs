@@ -291,6 +291,11 @@ struct Scratch {
 }
 
 impl Conv1dWorkspace {
+    /// Floats held (sizing reports).
+    pub fn floats(&self) -> usize {
+        self.xpad.len() + self.scratch.tiles.len() + self.scratch.phase.len()
+    }
+
     /// An empty workspace; grow it with [`Conv1dWorkspace::reserve`].
     pub fn new() -> Self {
         Self::default()

@@ -192,6 +192,11 @@ pub struct ConvTranspose1dWorkspace {
 }
 
 impl ConvTranspose1dWorkspace {
+    /// Floats held (sizing reports).
+    pub fn floats(&self) -> usize {
+        self.cols.len() + self.xin.len() + self.phases.len() + self.conv.floats()
+    }
+
     /// An empty workspace.
     pub fn new() -> Self {
         Self::default()

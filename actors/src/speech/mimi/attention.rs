@@ -56,6 +56,16 @@ pub struct RingAttention {
 }
 
 impl RingAttention {
+    /// Floats held (cache and scratch).
+    pub fn floats(&self) -> usize {
+        self.keys.len()
+            + self.values.len()
+            + self.freqs.len()
+            + 2 * self.cs.len()
+            + self.q_rot.len()
+            + self.work.len()
+    }
+
     /// An empty cache for `heads × head_dim` with a `context` window and steps of up to `max_t`.
     pub fn new(
         heads: usize,

@@ -92,6 +92,18 @@ pub struct ConvScratch {
     tr_ws: ConvTranspose1dWorkspace,
 }
 
+impl ConvScratch {
+    /// Floats held (workspace rules).
+    pub fn floats(&self) -> usize {
+        self.cat.len()
+            + self.full.len()
+            + self.cols.len()
+            + self.rows.len()
+            + self.ws.floats()
+            + self.tr_ws.floats()
+    }
+}
+
 fn grow(v: &mut Vec<f32>, n: usize) {
     if v.len() < n {
         v.resize(n, 0.0);
@@ -106,6 +118,11 @@ pub struct ConvHistory {
 }
 
 impl ConvHistory {
+    /// Floats held.
+    pub fn floats(&self) -> usize {
+        self.prev.len()
+    }
+
     /// Back to the start of a stream.
     pub fn reset(&mut self) {
         self.prev.fill(0.0);

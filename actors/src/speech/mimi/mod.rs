@@ -18,6 +18,7 @@
 
 pub mod attention;
 pub mod config;
+pub mod contract;
 pub mod conv;
 pub mod error;
 pub mod model;
@@ -28,6 +29,7 @@ pub mod transformer;
 pub mod weights;
 
 pub use config::MimiConfig;
+pub use contract::{BindContract, MimiOptions, TensorRoute, WorkspaceRule};
 
 /// A fresh id tying a state to the component that sized its buffers.
 pub(crate) fn next_id() -> u64 {

@@ -10,6 +10,7 @@
 
 use super::attention::Window;
 use super::config::MimiConfig;
+use super::contract::{BindContract, MimiOptions, WorkspaceRule};
 use super::conv::{CausalConv, CausalConvTr, ConvHistory, ConvScratch};
 use super::error::MimiError;
 use super::quantizer::{Quantizer, QuantizerScratch};
@@ -46,6 +47,7 @@ pub struct MimiModel {
     downsample: Option<CausalConv>,
     upsample: Option<CausalConvTr>,
     quantizer: Quantizer,
+    contract: BindContract,
 }
 
 /// Streaming state of the encoder path.
@@ -78,6 +80,17 @@ pub struct DecoderState {
 }
 
 impl EncoderState {
+    /// Floats held by the whole session.
+    pub fn floats(&self) -> usize {
+        self.seanet.floats()
+            + self.transformer.floats()
+            + self.down.as_ref().map_or(0, ConvHistory::floats)
+            + self.sc.floats()
+            + self.lat.len()
+            + self.lat2.len()
+            + self.qsc.floats()
+    }
+
     /// Back to the start of a stream.
     pub fn reset(&mut self) {
         self.seanet.reset();
@@ -89,6 +102,17 @@ impl EncoderState {
 }
 
 impl DecoderState {
+    /// Floats held by the whole session.
+    pub fn floats(&self) -> usize {
+        self.seanet.floats()
+            + self.transformer.floats()
+            + self.up.as_ref().map_or(0, Vec::len)
+            + self.sc.floats()
+            + self.lat.len()
+            + self.lat2.len()
+            + self.qsc.floats()
+    }
+
     /// Back to the start of a stream.
     pub fn reset(&mut self) {
         self.seanet.reset();
@@ -100,17 +124,38 @@ impl DecoderState {
 }
 
 impl MimiModel {
-    /// Bind validated weights; every tensor must be used.
-    pub fn new(cfg: MimiConfig, mut w: MimiWeights) -> Result<Self, MimiError> {
+    /// Bind validated weights on the default contract (f32 / native half); every tensor must be used.
+    pub fn new(cfg: MimiConfig, w: MimiWeights) -> Result<Self, MimiError> {
+        let contract = BindContract::plan(&cfg, &w, MimiOptions::default())?;
+        Self::bind(cfg, w, contract)
+    }
+
+    /// Bind validated weights by a planned `contract`; its workspace rules are
+    /// completed from the built layers.
+    pub fn bind(
+        cfg: MimiConfig,
+        mut w: MimiWeights,
+        mut contract: BindContract,
+    ) -> Result<Self, MimiError> {
         cfg.validate()?;
         let dim = cfg.seanet.dimension;
         let s = cfg.resample_stride();
-        let model = Self {
+        let mut model = Self {
             id: super::next_id(),
             encoder: Seanet::new(&cfg.seanet, false, cfg.frame_size(), &mut w)?,
             decoder: Seanet::new(&cfg.seanet, true, s, &mut w)?,
-            encoder_transformer: Transformer::new(&cfg.transformer, "encoder_transformer", &mut w)?,
-            decoder_transformer: Transformer::new(&cfg.transformer, "decoder_transformer", &mut w)?,
+            encoder_transformer: Transformer::new(
+                &cfg.transformer,
+                "encoder_transformer",
+                &mut w,
+                &contract,
+            )?,
+            decoder_transformer: Transformer::new(
+                &cfg.transformer,
+                "decoder_transformer",
+                &mut w,
+                &contract,
+            )?,
             downsample: if s > 1 {
                 Some(resample::downsample(dim, s, &mut w)?)
             } else {
@@ -123,19 +168,49 @@ impl MimiModel {
             },
             quantizer: Quantizer::new(&cfg, &mut w)?,
             cfg,
+            contract: contract.clone(),
         };
         let left: Vec<String> = w.remaining().map(str::to_string).collect();
         if !left.is_empty() {
             return Err(MimiError::UnexpectedTensors(left));
         }
+        // Sessions grow linearly in their step size: two small probes give the rule.
+        let rule = |one: usize, two: usize| WorkspaceRule {
+            fixed: (2 * one).saturating_sub(two),
+            per_frame: two.saturating_sub(one),
+        };
+        contract.encoder = rule(
+            model.encoder_state(1)?.floats(),
+            model.encoder_state(2)?.floats(),
+        );
+        contract.decoder = rule(
+            model.decoder_state(1)?.floats(),
+            model.decoder_state(2)?.floats(),
+        );
+        model.contract = contract;
         Ok(model)
+    }
+
+    /// The contract this model was bound by (routes, workspace rules).
+    pub fn contract(&self) -> &BindContract {
+        &self.contract
     }
 
     /// Load `model.safetensors` for `cfg` (checked, converted to f32).
     pub fn load(cfg: MimiConfig, path: impl AsRef<Path>) -> Result<Self, MimiError> {
+        Self::load_with(cfg, path, MimiOptions::default())
+    }
+
+    /// [`Self::load`] with explicit options (e.g. q8_0 transformer linears).
+    pub fn load_with(
+        cfg: MimiConfig,
+        path: impl AsRef<Path>,
+        options: MimiOptions,
+    ) -> Result<Self, MimiError> {
         let file = WeightFile::open(path)?;
         let w = MimiWeights::from_file(&cfg, &file)?;
-        Self::new(cfg, w)
+        let contract = BindContract::plan(&cfg, &w, options)?;
+        Self::bind(cfg, w, contract)
     }
 
     /// The configuration.

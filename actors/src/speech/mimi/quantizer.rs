@@ -50,6 +50,13 @@ pub struct QuantizerScratch {
     out: Vec<f32>,
 }
 
+impl QuantizerScratch {
+    /// Floats held.
+    pub fn floats(&self) -> usize {
+        self.residual.len() + self.dots.len() + self.sum.len() + self.col.len() + self.out.len()
+    }
+}
+
 /// `y[n] = Σ_k w[n, k]·x[k]`, f32 in input order.
 fn project(w: &[f32], x: &[f32], y: &mut [f32]) {
     let k = x.len();

@@ -240,6 +240,23 @@ pub struct SeanetState {
 }
 
 impl SeanetState {
+    /// Floats held (histories, buffers, scratch).
+    pub fn floats(&self) -> usize {
+        let hist: usize = self
+            .ops
+            .iter()
+            .map(|o| match o {
+                OpState::None => 0,
+                OpState::Conv(h) => h.floats(),
+                OpState::ConvTr(p) => p.len(),
+                OpState::Res(a, b, c) => {
+                    a.floats() + b.floats() + c.as_ref().map_or(0, ConvHistory::floats)
+                }
+            })
+            .sum();
+        hist + self.a.len() + self.b.len() + self.h1.len() + self.h2.len() + self.sc.floats()
+    }
+
     /// Back to the start of a stream (buffers kept).
     pub fn reset(&mut self) {
         for s in &mut self.ops {

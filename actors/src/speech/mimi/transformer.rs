@@ -11,11 +11,12 @@
 
 use super::attention::{RingAttention, Window};
 use super::config::TransformerConfig;
+use super::contract::BindContract;
 use super::error::MimiError;
 use super::weights::MimiWeights;
 use crate::kernels::cpu::simd_level;
 use crate::kernels::elementwise::norms::layer_norm;
-use crate::kernels::matmul::{matmul_ws, MatmulWorkspace, Weights};
+use crate::kernels::matmul::{matmul_ws, MatmulWorkspace, WeightFormat, Weights};
 use voxlane_runtime::Fork;
 
 /// LayerNorm epsilon of moshi's `create_norm_fn("layer_norm")`.
@@ -68,14 +69,48 @@ pub struct TransformerState {
 }
 
 impl TransformerState {
+    /// Floats held (KV caches and buffers; the matmul workspace is int8-only).
+    pub fn floats(&self) -> usize {
+        self.caches.iter().map(RingAttention::floats).sum::<usize>()
+            + self.x.len()
+            + self.h.len()
+            + self.qkv.len()
+            + self.q.len()
+            + self.k.len()
+            + self.v.len()
+            + self.att.len()
+            + self.ff.len()
+            + self.io.len()
+    }
+
     /// Back to position 0 (buffers kept).
     pub fn reset(&mut self) {
         self.caches.iter_mut().for_each(RingAttention::reset);
     }
 }
 
-fn linear(w: &mut MimiWeights, name: &str, n: usize, k: usize) -> Result<Weights, MimiError> {
-    Ok(Weights::f32(w.take(name)?, n, k)?)
+/// Pack one linear in the format its contract route names.
+fn linear(
+    w: &mut MimiWeights,
+    contract: &BindContract,
+    name: &str,
+    n: usize,
+    k: usize,
+) -> Result<Weights, MimiError> {
+    let v = w.take(name)?;
+    // Half routes only exist for tensors stored in half, so these conversions are exact.
+    Ok(match contract.format_of(name) {
+        WeightFormat::F16 => {
+            let h: Vec<half::f16> = v.iter().map(|&x| half::f16::from_f32(x)).collect();
+            Weights::f16(&h, n, k)?
+        }
+        WeightFormat::Bf16 => {
+            let h: Vec<half::bf16> = v.iter().map(|&x| half::bf16::from_f32(x)).collect();
+            Weights::bf16(&h, n, k)?
+        }
+        WeightFormat::Q8_0 => Weights::q8_0_from_f32(&v, n, k)?,
+        WeightFormat::F32 | WeightFormat::Int8 => Weights::f32(v, n, k)?,
+    })
 }
 
 /// Exact GELU (PyTorch `approximate='none'`), in ATen's f32 order:
@@ -90,11 +125,13 @@ impl Transformer {
         cfg: &TransformerConfig,
         prefix: &str,
         w: &mut MimiWeights,
+        contract: &BindContract,
     ) -> Result<Self, MimiError> {
         let d = cfg.d_model;
         let input_proj = if cfg.input_dimension != d {
             Some(linear(
                 w,
+                contract,
                 &format!("{prefix}.input_proj.weight"),
                 d,
                 cfg.input_dimension,
@@ -105,6 +142,7 @@ impl Transformer {
         let output_proj = if cfg.output_dimension != d {
             Some(linear(
                 w,
+                contract,
                 &format!("{prefix}.output_projs.0.weight"),
                 cfg.output_dimension,
                 d,
@@ -123,10 +161,16 @@ impl Transformer {
                 }
             };
             layers.push(Layer {
-                in_proj: linear(w, &format!("{l}.self_attn.in_proj_weight"), 3 * d, d)?,
-                out_proj: linear(w, &format!("{l}.self_attn.out_proj.weight"), d, d)?,
-                linear1: linear(w, &format!("{l}.linear1.weight"), ff, d)?,
-                linear2: linear(w, &format!("{l}.linear2.weight"), d, ff)?,
+                in_proj: linear(
+                    w,
+                    contract,
+                    &format!("{l}.self_attn.in_proj_weight"),
+                    3 * d,
+                    d,
+                )?,
+                out_proj: linear(w, contract, &format!("{l}.self_attn.out_proj.weight"), d, d)?,
+                linear1: linear(w, contract, &format!("{l}.linear1.weight"), ff, d)?,
+                linear2: linear(w, contract, &format!("{l}.linear2.weight"), d, ff)?,
                 norm1: (
                     w.take(&format!("{l}.norm1.weight"))?,
                     w.take(&format!("{l}.norm1.bias"))?,

@@ -143,6 +143,8 @@ pub fn expected_tensors(cfg: &MimiConfig) -> Vec<Expected> {
 #[derive(Debug, Default)]
 pub struct MimiWeights {
     tensors: BTreeMap<String, Vec<f32>>,
+    /// Stored dtype of each tensor read from a file (absent: f32).
+    dtypes: BTreeMap<String, DType>,
 }
 
 /// Check names and shapes: every required tensor present with its shape, nothing unknown.
@@ -187,8 +189,10 @@ impl MimiWeights {
     pub fn from_file(cfg: &MimiConfig, file: &WeightFile) -> Result<Self, MimiError> {
         let expected = check(cfg, file.names(), |n| file.get(n).map(|t| t.shape.to_vec()))?;
         let mut tensors = BTreeMap::new();
+        let mut dtypes = BTreeMap::new();
         for e in expected.iter().filter(|e| e.used) {
             let t = file.require(&e.name)?;
+            dtypes.insert(e.name.clone(), t.dtype);
             if !matches!(t.dtype, DType::F32 | DType::F16 | DType::BF16) {
                 return Err(MimiError::Dtype {
                     tensor: e.name.clone(),
@@ -197,7 +201,7 @@ impl MimiWeights {
             }
             tensors.insert(e.name.clone(), t.to_f32());
         }
-        Ok(Self { tensors })
+        Ok(Self { tensors, dtypes })
     }
 
     /// Check in-memory tensors `name → (shape, values)` against `cfg`.
@@ -222,7 +226,10 @@ impl MimiWeights {
                 tensors.insert(e.name.clone(), data);
             }
         }
-        Ok(Self { tensors })
+        Ok(Self {
+            tensors,
+            dtypes: BTreeMap::new(),
+        })
     }
 
     /// Deterministic random weights of the shapes `cfg` implies (tests, benchmarks):
@@ -257,7 +264,10 @@ impl MimiWeights {
             };
             tensors.insert(e.name, data);
         }
-        Self { tensors }
+        Self {
+            tensors,
+            dtypes: BTreeMap::new(),
+        }
     }
 
     /// Take a tensor out (each is bound exactly once).
@@ -265,6 +275,16 @@ impl MimiWeights {
         self.tensors
             .remove(name)
             .ok_or_else(|| MimiError::MissingTensors(vec![name.to_string()]))
+    }
+
+    /// The dtype `name` was stored in (f32 for in-memory tensors).
+    pub fn stored_dtype(&self, name: &str) -> DType {
+        self.dtypes.get(name).copied().unwrap_or(DType::F32)
+    }
+
+    /// Shape-free look at a tensor not yet taken.
+    pub fn peek(&self, name: &str) -> Option<&[f32]> {
+        self.tensors.get(name).map(Vec::as_slice)
     }
 
     /// Names not yet taken.

@@ -1,0 +1,160 @@
+//! The bind contract: decided once at initialisation from the config, the
+//! stored tensors and the options, before any weight is packed.
+//!
+//! It says which route each transformer linear takes (f32; native half when
+//! the checkpoint stores it in f16/bf16, whose values the half kernels use
+//! exactly; q8_0 when selective quantization is on) and how much session
+//! workspace each side needs per code frame, so a bind can refuse a session
+//! that does not fit before allocating anything.
+
+use super::config::MimiConfig;
+use super::error::MimiError;
+use super::weights::{expected_tensors, MimiWeights};
+use crate::kernels::matmul::WeightFormat;
+use voxlane_runtime::weights::DType;
+
+/// Options chosen at initialisation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MimiOptions {
+    /// Quantize the transformer linears to q8_0 (off by default: codes then
+    /// match PyTorch exactly only with it off).
+    pub q8_transformer: bool,
+}
+
+/// The route one transformer linear takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorRoute {
+    /// Official tensor name.
+    pub name: String,
+    /// `[N, K]`.
+    pub shape: [usize; 2],
+    /// Packed format.
+    pub format: WeightFormat,
+}
+
+impl TensorRoute {
+    /// Bytes of the packed weight.
+    pub fn bytes(&self) -> usize {
+        let n = self.shape[0] * self.shape[1];
+        match self.format {
+            WeightFormat::F32 => 4 * n,
+            WeightFormat::F16 | WeightFormat::Bf16 => 2 * n,
+            // 32 int8 values + one f16 scale per block.
+            WeightFormat::Q8_0 => self.shape[0] * self.shape[1].div_ceil(32) * 34,
+            WeightFormat::Int8 => n,
+        }
+    }
+}
+
+/// Session workspace as `fixed + per_frame · max_frames` floats.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkspaceRule {
+    /// Floats independent of the step size (KV caches, conv histories).
+    pub fixed: usize,
+    /// Floats per code frame of the largest step.
+    pub per_frame: usize,
+}
+
+impl WorkspaceRule {
+    /// Bytes for steps of up to `max_frames` code frames.
+    pub fn bytes(&self, max_frames: usize) -> usize {
+        4 * (self.fixed + self.per_frame * max_frames.max(1))
+    }
+}
+
+/// The precomputed, opaque plan a Mimi model is bound by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BindContract {
+    options: MimiOptions,
+    routes: Vec<TensorRoute>,
+    pub(crate) encoder: WorkspaceRule,
+    pub(crate) decoder: WorkspaceRule,
+}
+
+/// Is `name` a transformer linear (the only tensors with a route choice)?
+fn is_linear(name: &str) -> bool {
+    (name.starts_with("encoder_transformer.") || name.starts_with("decoder_transformer."))
+        && (name.ends_with("in_proj_weight")
+            || name.ends_with("out_proj.weight")
+            || name.ends_with("linear1.weight")
+            || name.ends_with("linear2.weight")
+            || name.ends_with("input_proj.weight")
+            || name.ends_with("output_projs.0.weight"))
+}
+
+impl BindContract {
+    /// Plan the routes of validated `weights` for `cfg` (workspace rules are
+    /// filled in when the model is built, from its layer shapes).
+    pub fn plan(
+        cfg: &MimiConfig,
+        weights: &MimiWeights,
+        options: MimiOptions,
+    ) -> Result<Self, MimiError> {
+        cfg.validate()?;
+        let mut routes = Vec::new();
+        for e in expected_tensors(cfg)
+            .into_iter()
+            .filter(|e| e.used && is_linear(&e.name))
+        {
+            if weights.peek(&e.name).is_none() {
+                return Err(MimiError::MissingTensors(vec![e.name]));
+            }
+            let format = if options.q8_transformer {
+                WeightFormat::Q8_0
+            } else {
+                match weights.stored_dtype(&e.name) {
+                    DType::F16 => WeightFormat::F16,
+                    DType::BF16 => WeightFormat::Bf16,
+                    _ => WeightFormat::F32,
+                }
+            };
+            routes.push(TensorRoute {
+                shape: [e.shape[0], e.shape[1]],
+                name: e.name,
+                format,
+            });
+        }
+        Ok(Self {
+            options,
+            routes,
+            encoder: WorkspaceRule::default(),
+            decoder: WorkspaceRule::default(),
+        })
+    }
+
+    /// The options it was planned with.
+    pub fn options(&self) -> MimiOptions {
+        self.options
+    }
+
+    /// Every transformer linear with its route.
+    pub fn routes(&self) -> &[TensorRoute] {
+        &self.routes
+    }
+
+    /// The format `name` is packed in (f32 for tensors without a route choice).
+    pub fn format_of(&self, name: &str) -> WeightFormat {
+        self.routes
+            .iter()
+            .find(|r| r.name == name)
+            .map_or(WeightFormat::F32, |r| r.format)
+    }
+
+    /// How many linears take `format`, and their packed bytes.
+    pub fn route_total(&self, format: WeightFormat) -> (usize, usize) {
+        self.routes
+            .iter()
+            .filter(|r| r.format == format)
+            .fold((0, 0), |(n, b), r| (n + 1, b + r.bytes()))
+    }
+
+    /// Workspace rule of an encode session.
+    pub fn encoder_workspace(&self) -> WorkspaceRule {
+        self.encoder
+    }
+
+    /// Workspace rule of a decode session.
+    pub fn decoder_workspace(&self) -> WorkspaceRule {
+        self.decoder
+    }
+}
