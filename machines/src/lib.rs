@@ -14,4 +14,8 @@ pub mod kernel_matmul;
 pub mod kernels;
 pub mod lane_dispatch;
 pub mod lstm;
+pub mod mimi_decode_session;
+pub mod mimi_encode_session;
+pub mod mimi_init;
+pub mod mimi_session;
 pub mod registry;

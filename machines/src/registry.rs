@@ -12,5 +12,8 @@ pub fn all_specs() -> Vec<&'static MachineSpec> {
         &crate::conv1d::SPEC,
         &crate::conv_transpose1d::SPEC,
         &crate::lstm::SPEC,
+        &crate::mimi_init::SPEC,
+        &crate::mimi_encode_session::SPEC,
+        &crate::mimi_decode_session::SPEC,
     ]
 }
