@@ -235,6 +235,11 @@ struct Shared {
     /// Bumped on every publish so spinning workers notice new work without the lock.
     epoch: AtomicU64,
     stopping: AtomicBool,
+    /// Workers parked on `work_cv` (changed under the board lock): a publish
+    /// with nobody parked skips the wake-up syscall.
+    sleepers: AtomicUsize,
+    /// Forkers parked on `done_cv` (changed under the board lock).
+    joiners: AtomicUsize,
 }
 
 /// Idle spins before a worker parks: keeps frame-rate dispatch latency low.
@@ -277,6 +282,8 @@ impl LanePool {
             done_cv: Condvar::new(),
             epoch: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
+            sleepers: AtomicUsize::new(0),
+            joiners: AtomicUsize::new(0),
         });
         let cores = if opts.pin {
             core_affinity::get_core_ids().unwrap_or_default()
@@ -345,19 +352,25 @@ impl LanePool {
             let mut board = lock(&self.shared.board);
             board.jobs.push(ptr);
             self.shared.epoch.fetch_add(1, Ordering::Release);
+            // Read under the lock: a worker counts itself before it waits.
+            let parked = self.shared.sleepers.load(Ordering::Relaxed) > 0;
             drop(board);
-            self.shared.work_cv.notify_all();
+            if parked {
+                self.shared.work_cv.notify_all();
+            }
         }
         job.work();
         if job.max_helpers > 0 {
             let mut board = lock(&self.shared.board);
             board.jobs.retain(|p| *p != ptr);
             while job.helpers.load(Ordering::Relaxed) > 0 {
+                self.shared.joiners.fetch_add(1, Ordering::Relaxed);
                 board = self
                     .shared
                     .done_cv
                     .wait(board)
                     .unwrap_or_else(|e| e.into_inner());
+                self.shared.joiners.fetch_sub(1, Ordering::Relaxed);
             }
         }
         let panicked = lock(&job.panic).take();
@@ -462,17 +475,22 @@ fn worker_loop(shared: &Shared) {
                 job.helpers.fetch_add(1, Ordering::Relaxed);
                 break job;
             }
+            shared.sleepers.fetch_add(1, Ordering::Relaxed);
             board = shared
                 .work_cv
                 .wait(board)
                 .unwrap_or_else(|e| e.into_inner());
+            shared.sleepers.fetch_sub(1, Ordering::Relaxed);
         };
         drop(board);
         job.work();
         let board = lock(&shared.board);
         job.helpers.fetch_sub(1, Ordering::Relaxed);
+        let waiting = shared.joiners.load(Ordering::Relaxed) > 0;
         drop(board);
-        shared.done_cv.notify_all();
+        if waiting {
+            shared.done_cv.notify_all();
+        }
     }
 }
 

@@ -120,6 +120,46 @@ pub(crate) fn rows(
     }
 }
 
+/// Most activation rows [`rows_multi`] shares one weight pass between.
+pub const MULTI_MAX: usize = 4;
+
+/// `y[j·ldy + r] = dot(xs[j·k..], w[r·k..])` for `m ≤ MULTI_MAX` activation rows:
+/// each weight row is loaded once for all `m` rows (the weight-bound case of
+/// small-M products), every dot keeping the contract order, so the bits equal
+/// `m` separate [`rows`] calls.
+pub(crate) fn rows_multi(
+    level: SimdLevel,
+    xs: &[f32],
+    m: usize,
+    w: &[f32],
+    k: usize,
+    y: &mut [f32],
+    ldy: usize,
+    n: usize,
+) {
+    debug_assert!(m <= MULTI_MAX && xs.len() >= m * k && w.len() >= n * k);
+    match (level.min(cpu::simd_level()), m) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the level is capped by the detected CPU features; the
+        // caller guarantees the shapes (debug-asserted above).
+        (SimdLevel::Avx512, 2..=MULTI_MAX) => unsafe {
+            x86::rows_multi_avx512(xs, m, w, k, n, y, ldy)
+        },
+        _ => {
+            for j in 0..m {
+                rows(
+                    level,
+                    &xs[j * k..(j + 1) * k],
+                    w,
+                    k,
+                    None,
+                    &mut y[j * ldy..j * ldy + n],
+                );
+            }
+        }
+    }
+}
+
 fn check_shapes(
     x: &[f32],
     w: &[f32],
@@ -335,6 +375,97 @@ pub(crate) mod x86 {
             r += 1;
         }
     }
+
+    /// `M` activation rows × `R` weight rows per pass: each weight load feeds
+    /// `M` accumulators and each activation load `R`; every accumulator keeps
+    /// its own contract order.
+    #[inline(always)]
+    unsafe fn block_mr<const M: usize, const R: usize>(
+        xs: *const f32,
+        w: [*const f32; R],
+        k: usize,
+    ) -> [[__m512; R]; M] {
+        let mut acc = [[_mm512_setzero_ps(); R]; M];
+        let mut i = 0;
+        while i + 16 <= k {
+            let mut wv = [_mm512_setzero_ps(); R];
+            for (v, p) in wv.iter_mut().zip(w) {
+                *v = _mm512_loadu_ps(p.add(i));
+            }
+            for (j, a) in acc.iter_mut().enumerate() {
+                let xv = _mm512_loadu_ps(xs.add(j * k + i));
+                for (c, v) in a.iter_mut().zip(wv) {
+                    *c = _mm512_fmadd_ps(xv, v, *c);
+                }
+            }
+            i += 16;
+        }
+        if i < k {
+            let m = tail_mask(k - i);
+            let mut wv = [_mm512_setzero_ps(); R];
+            for (v, p) in wv.iter_mut().zip(w) {
+                *v = _mm512_maskz_loadu_ps(m, p.add(i));
+            }
+            for (j, a) in acc.iter_mut().enumerate() {
+                let xv = _mm512_maskz_loadu_ps(m, xs.add(j * k + i));
+                for (c, v) in a.iter_mut().zip(wv) {
+                    *c = _mm512_fmadd_ps(xv, v, *c);
+                }
+            }
+        }
+        acc
+    }
+
+    #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+    unsafe fn rows_multi_m<const M: usize>(
+        xs: &[f32],
+        w: &[f32],
+        k: usize,
+        n: usize,
+        y: &mut [f32],
+        ldy: usize,
+    ) {
+        let (xp, wp) = (xs.as_ptr(), w.as_ptr());
+        let mut r = 0;
+        while r + 4 <= n {
+            let w0 = wp.add(r * k);
+            let acc = block_mr::<M, 4>(xp, [w0, w0.add(k), w0.add(2 * k), w0.add(3 * k)], k);
+            for (j, a) in acc.iter().enumerate() {
+                for (q, v) in a.iter().enumerate() {
+                    y[j * ldy + r + q] = reduce_avx512(*v);
+                }
+            }
+            r += 4;
+        }
+        while r < n {
+            let acc = block_mr::<M, 1>(xp, [wp.add(r * k)], k);
+            for (j, a) in acc.iter().enumerate() {
+                y[j * ldy + r] = reduce_avx512(a[0]);
+            }
+            r += 1;
+        }
+    }
+
+    /// [`super::rows_multi`] on AVX-512 for `m` in 2..=4.
+    ///
+    /// # Safety
+    /// Needs AVX-512F/DQ; `xs.len() >= m·k`, `w.len() >= n·k`, `y` holds `m` rows of stride `ldy ≥ n`.
+    #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+    pub(crate) unsafe fn rows_multi_avx512(
+        xs: &[f32],
+        m: usize,
+        w: &[f32],
+        k: usize,
+        n: usize,
+        y: &mut [f32],
+        ldy: usize,
+    ) {
+        match m {
+            2 => rows_multi_m::<2>(xs, w, k, n, y, ldy),
+            3 => rows_multi_m::<3>(xs, w, k, n, y, ldy),
+            _ => rows_multi_m::<4>(xs, w, k, n, y, ldy),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -380,6 +511,26 @@ mod tests {
                 for r in 0..n.min(3) {
                     let d = dot(level, &x, &w[r * k..(r + 1) * k]).unwrap();
                     prop_assert_eq!(d.to_bits(), dot16_scalar(&x, &w[r * k..(r + 1) * k], |v| v).to_bits());
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn multi_rows_equal_single_rows_bitwise(m in 1usize..=MULTI_MAX, n in 1usize..40, k in 1usize..200, seed in any::<u64>()) {
+            let xs = rnd_vec(seed, m * k);
+            let w = rnd_vec(seed ^ 0x77, n * k);
+            for level in cpu::available_levels() {
+                let ldy = n + 3;
+                let mut got = vec![f32::NAN; m * ldy];
+                rows_multi(level, &xs, m, &w, k, &mut got, ldy, n);
+                for j in 0..m {
+                    let mut want = vec![0.0; n];
+                    matvec_reference(&xs[j * k..(j + 1) * k], &w, n, None, &mut want).unwrap();
+                    for r in 0..n {
+                        prop_assert_eq!(got[j * ldy + r].to_bits(), want[r].to_bits(), "level {:?} m {} row {}", level, m, r);
+                    }
                 }
             }
         }

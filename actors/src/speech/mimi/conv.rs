@@ -14,28 +14,22 @@
 //! (Mimi's deep layers). There the layer is a product over output rows:
 //! im2col frames `[t, c_in·k]` against the torch weight `[c_out, c_in·k]`
 //! (or frames `xᵀ` against `[c_out·k, c_in]`, then overlap-add, for the
-//! transposed conv), computed with the matvec kernel's dot products on
-//! cache-sized weight-row chunks split over lanes: the weights stream from
-//! memory once per step, nothing is allocated, and the bits do not depend
-//! on the thread budget.
+//! transposed conv), computed by `matmul_ws` on f32 weights: grouped
+//! matvecs (each weight chunk read once per 4 frames, no allocation) for a
+//! streaming step's few frames, `sgemm` tiles for long batch blocks; lanes
+//! split output rows into fixed chunks, so the bits do not depend on the
+//! thread budget.
 
 use super::error::MimiError;
 use crate::kernels::conv1d::{Conv1d, Conv1dParams, Conv1dWorkspace};
 use crate::kernels::conv_transpose1d::{
     ConvTranspose1d, ConvTranspose1dParams, ConvTranspose1dWorkspace,
 };
-use crate::kernels::cpu::simd_level;
-use crate::kernels::f32_matvec;
+use crate::kernels::matmul::{matmul_ws, MatmulWorkspace, Weights};
 use voxlane_runtime::Fork;
 
 /// Output frames per block (bounds the im2col scratch of long batch calls).
 const BLOCK_T: usize = 64;
-
-/// Most weight rows per lane chunk.
-const ROW_CHUNK: usize = 64;
-
-/// Weight floats a chunk should keep cache-resident across a block's frames.
-const CHUNK_FLOATS: usize = 1 << 16;
 
 /// Streaming steps with at most this many output frames take the matmul route
 /// (official shapes: SEANet decoder 25 → 15 ms/frame against a limit of 4; none at 128).
@@ -66,7 +60,7 @@ impl ConvRoute {
 enum ConvImpl {
     Kernel(Conv1d),
     /// `[c_out, c_in·k]` (the torch layout) and the bias.
-    Matmul(Vec<f32>, Option<Vec<f32>>),
+    Matmul(Weights, Option<Vec<f32>>),
 }
 
 /// A transposed conv layer's weights in its route's layout.
@@ -74,7 +68,7 @@ enum ConvImpl {
 enum ConvTrImpl {
     Kernel(ConvTranspose1d),
     /// `[c_out·k, c_in]`.
-    Matmul(Vec<f32>),
+    Matmul(Weights),
 }
 
 /// Scratch shared by every conv of one session (sized at construction).
@@ -90,6 +84,8 @@ pub struct ConvScratch {
     rows: Vec<f32>,
     ws: Conv1dWorkspace,
     tr_ws: ConvTranspose1dWorkspace,
+    /// Matmul route workspace (f32 weights need none; kept for the call).
+    mm: MatmulWorkspace,
 }
 
 impl ConvScratch {
@@ -176,7 +172,10 @@ impl CausalConv {
                     weight.len()
                 )));
             }
-            ConvImpl::Matmul(weight.to_vec(), bias.map(<[f32]>::to_vec))
+            ConvImpl::Matmul(
+                Weights::f32(weight.to_vec(), c_out, c_in * kernel)?,
+                bias.map(<[f32]>::to_vec),
+            )
         } else {
             ConvImpl::Kernel(Conv1d::new(params, weight, bias)?)
         };
@@ -217,6 +216,7 @@ impl CausalConv {
             ConvImpl::Kernel(c) => sc.ws.reserve(c, self.hist + t)?,
             ConvImpl::Matmul(..) => {
                 grow(&mut sc.cols, BLOCK_T * self.c_in * self.kernel);
+                grow(&mut sc.rows, BLOCK_T * self.c_out);
             }
         }
         Ok(())
@@ -305,58 +305,19 @@ impl CausalConv {
                     }
                 }
             }
-            gemm_rows(pool, w, kk, cols, tb, out, t_out, t0)?;
-            if let Some(b) = bias {
-                for (row, bv) in out.chunks_exact_mut(t_out).zip(b) {
-                    row[t0..t0 + tb].iter_mut().for_each(|v| *v += bv);
+            // `[tb, c_out]` frames, then transposed into the `[c_out, t_out]` layout.
+            let rows = &mut sc.rows[..tb * self.c_out];
+            matmul_ws(cols, tb, kk, w, None, rows, &mut sc.mm, pool)?;
+            for (co, row) in out.chunks_exact_mut(t_out).enumerate() {
+                let b = bias.map_or(0.0, |b| b[co]);
+                for (r, v) in row[t0..t0 + tb].iter_mut().enumerate() {
+                    *v = rows[r * self.c_out + co] + b;
                 }
             }
             t0 += tb;
         }
         Ok(())
     }
-}
-
-/// `c[r, col0 + j] = w[r, :]·xt[j, :]` for every row `r` of `w: [rows, kk]`
-/// and frame `j < n` of `xt: [n, kk]` (`c` has row stride `ldc`).
-///
-/// Rows are split over lanes in chunks sized from `kk` only (so every budget
-/// computes the same bits); a chunk of at most [`CHUNK_FLOATS`] weights stays
-/// in cache while each frame's dot products (the matvec contract order) run
-/// over it, so the weights stream from memory once per block.
-#[allow(clippy::too_many_arguments)]
-fn gemm_rows(
-    pool: &impl Fork,
-    w: &[f32],
-    kk: usize,
-    xt: &[f32],
-    n: usize,
-    c: &mut [f32],
-    ldc: usize,
-    col0: usize,
-) -> Result<(), MimiError> {
-    let level = simd_level();
-    let chunk = (CHUNK_FLOATS / kk.max(1)).clamp(4, ROW_CHUNK);
-    pool.for_each_chunk_mut(c, chunk * ldc, |ci, piece| {
-        let rows = piece.len() / ldc;
-        let r0 = ci * chunk;
-        let wr = &w[r0 * kk..(r0 + rows) * kk];
-        let mut y = [0.0f32; ROW_CHUNK];
-        for j in 0..n {
-            f32_matvec::rows(
-                level,
-                &xt[j * kk..(j + 1) * kk],
-                wr,
-                kk,
-                None,
-                &mut y[..rows],
-            );
-            for (r, v) in y[..rows].iter().enumerate() {
-                piece[r * ldc + col0 + j] = *v;
-            }
-        }
-    })?;
-    Ok(())
 }
 
 /// A causal transposed conv (right trim carried over), moshi `StreamingConvTranspose1d`.
@@ -407,7 +368,7 @@ impl CausalConvTr {
                     packed[j * c_in + ci] = *v;
                 }
             }
-            ConvTrImpl::Matmul(packed)
+            ConvTrImpl::Matmul(Weights::f32(packed, n, c_in)?)
         } else {
             ConvTrImpl::Kernel(ConvTranspose1d::new(params, weight, bias)?)
         };
@@ -498,13 +459,14 @@ impl CausalConvTr {
                             *v = x[ci * t + t0 + r];
                         }
                     }
-                    let rows = &mut sc.rows[..n * tb];
-                    gemm_rows(pool, w, self.c_in, cols, tb, rows, tb, 0)?;
-                    for (co, taps) in rows.chunks_exact(k * tb).enumerate() {
-                        let dst = &mut full[co * lf..(co + 1) * lf];
-                        for (j, tap) in taps.chunks_exact(tb).enumerate() {
-                            for (r, v) in tap.iter().enumerate() {
-                                dst[(t0 + r) * s + j] += v;
+                    // `[tb, (c_out, k)]` tap products, overlap-added frame by frame.
+                    let rows = &mut sc.rows[..tb * n];
+                    matmul_ws(cols, tb, self.c_in, w, None, rows, &mut sc.mm, pool)?;
+                    for (r, frame) in rows.chunks_exact(n).enumerate() {
+                        for (co, taps) in frame.chunks_exact(k).enumerate() {
+                            let at = co * lf + (t0 + r) * s;
+                            for (d, v) in full[at..at + k].iter_mut().zip(taps) {
+                                *d += v;
                             }
                         }
                     }

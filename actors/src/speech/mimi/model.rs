@@ -344,7 +344,8 @@ impl MimiModel {
             }
             _ => &st.lat2[..n],
         };
-        self.quantizer.encode(latent, frames, codes, &mut st.qsc)?;
+        self.quantizer
+            .encode(pool, latent, frames, codes, &mut st.qsc)?;
         Ok(frames)
     }
 

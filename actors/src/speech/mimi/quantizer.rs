@@ -14,9 +14,13 @@ use super::error::MimiError;
 use super::weights::MimiWeights;
 use crate::kernels::cpu::simd_level;
 use crate::kernels::f32_matvec;
+use voxlane_runtime::Fork;
 
 /// Epsilon of moshi's `EuclideanCodebook` usage clamp.
 const USAGE_EPS: f32 = 1e-5;
+
+/// Codebook entries per lane chunk of the distance pass.
+const DOT_CHUNK: usize = 256;
 
 /// One residual quantizer (`rvq_first` or `rvq_rest`), with its used codebooks.
 #[derive(Debug, Clone)]
@@ -101,17 +105,30 @@ impl Rvq {
     /// Codes of one latent column `x` into `codes`.
     fn encode(
         &self,
+        pool: &impl Fork,
         dim: usize,
         x: &[f32],
         codes: &mut [u32],
         residual: &mut [f32],
         dots: &mut [f32],
-    ) {
+    ) -> Result<(), MimiError> {
         let level = simd_level();
         project(&self.input_proj, x, residual);
         for ((cb, norms), code) in self.codebooks.iter().zip(&self.norms).zip(codes.iter_mut()) {
             let xn: f32 = residual.iter().map(|v| v * v).sum();
-            f32_matvec::rows(level, residual, cb, dim, None, dots);
+            // Fixed chunks of entries: the same bits for every budget.
+            let r: &[f32] = residual;
+            pool.for_each_chunk_mut(dots, DOT_CHUNK, |ci, piece| {
+                let e0 = ci * DOT_CHUNK;
+                f32_matvec::rows(
+                    level,
+                    r,
+                    &cb[e0 * dim..(e0 + piece.len()) * dim],
+                    dim,
+                    None,
+                    piece,
+                );
+            })?;
             let mut best = (f32::INFINITY, 0usize);
             for (j, (dot, en)) in dots.iter().zip(norms).enumerate() {
                 let dist = (xn - 2.0 * dot + en).max(1e-30).sqrt();
@@ -123,6 +140,7 @@ impl Rvq {
             let e = &cb[best.1 * dim..(best.1 + 1) * dim];
             residual.iter_mut().zip(e).for_each(|(r, v)| *r -= v);
         }
+        Ok(())
     }
 
     /// Sum of the codebook vectors of `codes`, projected: `out[output_dimension]`.
@@ -183,6 +201,7 @@ impl Quantizer {
     /// Quantize `latent: [input_dimension, t]` into `codes: [K, t]` (codebook-major).
     pub fn encode(
         &self,
+        pool: &impl Fork,
         latent: &[f32],
         t: usize,
         codes: &mut [u32],
@@ -205,19 +224,21 @@ impl Quantizer {
             }
             let frame = frame_codes(&mut frame, k)?;
             self.first.encode(
+                pool,
                 q.dimension,
                 col,
                 &mut frame[..nf],
                 &mut sc.residual,
                 &mut sc.dots,
-            );
+            )?;
             self.rest.encode(
+                pool,
                 q.dimension,
                 col,
                 &mut frame[nf..],
                 &mut sc.residual,
                 &mut sc.dots,
-            );
+            )?;
             for (kk, &c) in frame.iter().enumerate() {
                 codes[kk * t + ti] = c;
             }
