@@ -1,10 +1,12 @@
-//! `cargo xtask bench <target> [--json FILE] [--md FILE] [--quick]`.
+//! `cargo xtask bench <target> [--json FILE] [--md FILE] [--quick] [--threads 1,2]`;
+//! targets `kernels`, `mimi [--model F --config C]`.
 //!
 //! Benchmarks measure speed against a reference measured in the same run on
 //! the same machine, and report ratios; they never assert timings.
 
 mod bandwidth;
 mod kernels;
+mod mimi;
 mod report;
 mod timing;
 
@@ -53,20 +55,35 @@ fn parse(args: &[String]) -> Result<(String, BenchOptions), String> {
             other => return Err(format!("unknown bench argument `{other}`")),
         }
     }
-    Ok((target.ok_or("bench needs a target: kernels")?, opts))
+    Ok((target.ok_or("bench needs a target: kernels, mimi")?, opts))
 }
 
 /// Run `cargo xtask bench ...`.
 pub fn run(args: &[String]) -> Result<(), String> {
-    let (target, opts) = parse(args)?;
+    if args.first().map(String::as_str) == Some("mimi-child") {
+        return mimi::child(&args[1..]);
+    }
+    // Target-specific options (model files) pass through to the target.
+    let (mut common, mut extra) = (Vec::new(), Vec::new());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--model" || a == "--config" {
+            extra.push(a.clone());
+            extra.extend(it.next().cloned());
+        } else {
+            common.push(a.clone());
+        }
+    }
+    let (target, opts) = parse(&common)?;
     if cfg!(debug_assertions) {
         eprintln!("warning: xtask built with debug assertions; numbers are not representative");
     }
     let rows = match target.as_str() {
         "kernels" => kernels::run(&opts)?,
+        "mimi" => return mimi::run(&opts, &extra),
         other => {
             return Err(format!(
-                "unknown bench target `{other}` (available: kernels)"
+                "unknown bench target `{other}` (available: kernels, mimi)"
             ))
         }
     };

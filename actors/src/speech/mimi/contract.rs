@@ -69,6 +69,8 @@ pub struct BindContract {
     routes: Vec<TensorRoute>,
     pub(crate) encoder: WorkspaceRule,
     pub(crate) decoder: WorkspaceRule,
+    /// Weight bytes one streaming encode / decode frame reads.
+    streamed: (usize, usize),
 }
 
 /// Is `name` a transformer linear (the only tensors with a route choice)?
@@ -92,9 +94,11 @@ impl BindContract {
     ) -> Result<Self, MimiError> {
         cfg.validate()?;
         let mut routes = Vec::new();
-        for e in expected_tensors(cfg)
-            .into_iter()
+        let expected = expected_tensors(cfg);
+        for e in expected
+            .iter()
             .filter(|e| e.used && is_linear(&e.name))
+            .cloned()
         {
             if weights.peek(&e.name).is_none() {
                 return Err(MimiError::MissingTensors(vec![e.name]));
@@ -114,12 +118,40 @@ impl BindContract {
                 format,
             });
         }
-        Ok(Self {
+        let mut plan = Self {
             options,
             routes,
             encoder: WorkspaceRule::default(),
             decoder: WorkspaceRule::default(),
-        })
+            streamed: (0, 0),
+        };
+        // Every weight a frame touches, in its packed size; decoding looks up
+        // only one row per codebook.
+        for e in expected.iter().filter(|e| e.used) {
+            let n: usize = e.shape.iter().product();
+            let bytes = match plan.routes.iter().find(|r| r.name == e.name) {
+                Some(r) => r.bytes(),
+                None => 4 * n,
+            };
+            let name = e.name.as_str();
+            if name.starts_with("encoder") || name.starts_with("downsample") {
+                plan.streamed.0 += bytes;
+            } else if name.starts_with("decoder") || name.starts_with("upsample") {
+                plan.streamed.1 += bytes;
+            } else if name.ends_with("input_proj.weight") || name.ends_with("embedding_sum") {
+                plan.streamed.0 += bytes;
+            } else if name.ends_with("output_proj.weight") {
+                plan.streamed.1 += bytes;
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Weight bytes one streaming frame reads: `(encode, decode)`. Streaming
+    /// steps are bound by this traffic: it over the machine's read bandwidth
+    /// is the floor of a frame's time.
+    pub fn streamed_bytes(&self) -> (usize, usize) {
+        self.streamed
     }
 
     /// The options it was planned with.
