@@ -2,6 +2,7 @@
 //! errors (never a panic), and drives machines through the public API.
 
 pub mod fetch;
+pub mod mimi;
 pub mod progress;
 pub mod speak;
 pub mod synth;
@@ -66,6 +67,41 @@ pub enum CliError {
     /// The model could not be loaded or run.
     #[error(transparent)]
     Model(#[from] voxlane_actors::tts::kokoro::graph::KokoroError),
+    /// A required flag is absent.
+    #[error("missing {flag}: {detail}")]
+    MissingFlag {
+        /// The flag, as typed.
+        flag: &'static str,
+        /// What it names.
+        detail: &'static str,
+    },
+    /// A WAV at a rate the model does not run at.
+    #[error("{path}: sample rate {found} Hz, Mimi needs {needed} Hz (resample first, e.g. `ffmpeg -i IN -ar {needed} OUT.wav`)")]
+    SampleRate {
+        /// The WAV.
+        path: PathBuf,
+        /// Its rate.
+        found: u32,
+        /// The model's rate.
+        needed: usize,
+    },
+    /// An input file that cannot be used (format, shape, values).
+    #[error("cannot use {path}: {detail}")]
+    Input {
+        /// The input path.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Setting up the Mimi codec failed (config, tensors, session capacity).
+    #[error(transparent)]
+    MimiInit(#[from] crate::mimi_init::MimiInitError),
+    /// A Mimi session refused or failed a frame.
+    #[error(transparent)]
+    MimiSession(#[from] crate::mimi_session::MimiSessionError),
+    /// The Mimi codec failed on a batch call.
+    #[error(transparent)]
+    Mimi(#[from] voxlane_actors::speech::mimi::MimiError),
 }
 
 /// voxlane: real-time speech generation on the CPU, from state machines.
@@ -86,6 +122,12 @@ enum Command {
     Speak(speak::SpeakArgs),
     /// Download the default model, vocab and voices into $VOXLANE_HOME (~/.cache/voxlane).
     Fetch,
+    /// The Mimi codec: 24 kHz audio to codes and back (`encode`, `decode`, `roundtrip`).
+    Mimi {
+        /// What to do.
+        #[command(subcommand)]
+        command: mimi::MimiCommand,
+    },
     /// Show the CPU features and SIMD route kernels will use.
     Info {
         /// Compute threads to check the budget for.
@@ -127,6 +169,7 @@ pub fn run_with_stdin(cli: Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
             let req = speak::validate(args, stdin)?;
             synth::speak(req, &mut std::io::stderr().lock(), out)
         }
+        Command::Mimi { command } => mimi::run(command, out),
         Command::Fetch => {
             let fetcher = voxlane_runtime::fetch::Fetcher::new()?;
             fetch::fetch_models(&fetcher, out)?;

@@ -132,7 +132,7 @@ pub fn validate(args: SpeakArgs, stdin: &mut dyn Read) -> Result<SpeakRequest, C
 
 /// Fail unless a file can be created next to `output` (the WAV is written to
 /// a temp file there and renamed, so a failure never leaves a partial WAV).
-fn check_writable(output: &Path) -> Result<(), CliError> {
+pub(crate) fn check_writable(output: &Path) -> Result<(), CliError> {
     let bad = |detail: String| CliError::Output {
         path: output.to_path_buf(),
         detail,
