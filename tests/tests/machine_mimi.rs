@@ -718,11 +718,11 @@ const INIT_RECIPES: [InitRecipe; 11] = [
 fn init_event(r: InitRecipe) -> MimiInitEvent {
     let injected = || MimiInitError::Bind("injected".into());
     let initialize = |config: MimiConfig, weights| {
-        MimiInitEvent::Initialize(Initialize {
+        MimiInitEvent::Initialize(Box::new(Initialize {
             config,
             weights,
             options: MimiOptions::default(),
-        })
+        }))
     };
     match r {
         InitRecipe::Initialize => {

@@ -49,8 +49,8 @@ pub struct BindSession {
 /// `bind_error` are outcome events the machine's own actions raise.
 #[derive(Debug)]
 pub enum MimiInitEvent {
-    /// Check, plan and bind a model.
-    Initialize(Initialize),
+    /// Check, plan and bind a model (boxed: the config is large).
+    Initialize(Box<Initialize>),
     /// Outcome: the model is bound.
     InitializeDone,
     /// Outcome: binding the model failed.

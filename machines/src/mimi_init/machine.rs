@@ -258,11 +258,11 @@ impl MimiInit {
         path: impl Into<PathBuf>,
         options: MimiOptions,
     ) -> InitReply {
-        self.handle(&MimiInitEvent::Initialize(Initialize {
+        self.handle(&MimiInitEvent::Initialize(Box::new(Initialize {
             config,
             weights: WeightsSource::File(path.into()),
             options,
-        }))
+        })))
     }
 
     /// Initialize from a config and in-memory weights.
@@ -272,11 +272,11 @@ impl MimiInit {
         weights: MimiWeights,
         options: MimiOptions,
     ) -> InitReply {
-        self.handle(&MimiInitEvent::Initialize(Initialize {
+        self.handle(&MimiInitEvent::Initialize(Box::new(Initialize {
             config,
             weights: WeightsSource::memory(weights),
             options,
-        }))
+        })))
     }
 
     /// Bind a session of `side`; the session, or the typed reason it was refused.
