@@ -436,3 +436,30 @@ fn official_shapes_encode_and_decode_without_config() {
     std::fs::remove_file(&model_path).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn help_lists_the_mimi_subcommands() {
+    let (r, _) = mimi(&["--help".into()]);
+    let msg = match r {
+        Err(CliError::Usage(m)) => m,
+        other => panic!("--help comes back as clap's text, got {other:?}"),
+    };
+    for sub in ["encode", "decode", "roundtrip"] {
+        assert!(
+            msg.contains(sub),
+            "`voxlane mimi --help` misses `{sub}`:\n{msg}"
+        );
+    }
+    let (r, _) = mimi(&["encode".into(), "--help".into()]);
+    let msg = format!("{r:?}");
+    for flag in [
+        "--model",
+        "--config",
+        "--threads",
+        "--streaming",
+        "--q8",
+        "--output",
+    ] {
+        assert!(msg.contains(flag), "`mimi encode --help` misses {flag}");
+    }
+}
