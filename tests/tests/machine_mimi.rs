@@ -1059,3 +1059,81 @@ fn random_session_sequences_stay_declared() {
     fuzz_session::<EncodeContract>(48);
     fuzz_session::<DecodeContract>(48);
 }
+
+#[test]
+fn unexpected_events_are_named_with_their_state_in_every_state() {
+    use InitRecipe as I;
+    let cases: Vec<(Vec<I>, I, &str, &str)> = vec![
+        (vec![], I::BindDone, "bind_done", "uninitialized"),
+        (vec![I::Initialize], I::BindFits, "bind_session", "binding"),
+        (
+            vec![I::Initialize, I::InitializeDone],
+            I::InitializeDone,
+            "initialize_done",
+            "initialized",
+        ),
+        (
+            vec![I::Initialize, I::InitializeDone, I::BindFits],
+            I::Initialize,
+            "initialize",
+            "opening",
+        ),
+        (
+            vec![I::InitializeBadConfig],
+            I::Initialize,
+            "initialize",
+            "errored",
+        ),
+    ];
+    for (prefix, recipe, event, state) in cases {
+        let mut m = MimiInit::new();
+        for p in &prefix {
+            run_init(&mut m, *p, true);
+        }
+        assert_eq!(
+            run_init(&mut m, recipe, false),
+            Some(InitReply::Error(MimiInitError::Unexpected { event, state }))
+        );
+        assert_eq!(m.state(), state, "an unexpected event does not move");
+    }
+
+    fn sessions<S: SideDriver>(push: &'static str, done: &'static str) {
+        use SessionRecipe as R;
+        let model = model();
+        let pool = LanePool::new(2).unwrap();
+        let cases: Vec<(Vec<R>, R, &str, &str)> = vec![
+            (vec![], R::Push(PushKind::Valid), push, "idle"),
+            (vec![], R::Reset, "reset", "idle"),
+            (vec![R::Open], R::Done, done, "open"),
+            (
+                vec![R::Open, R::Push(PushKind::Valid)],
+                R::Push(PushKind::Valid),
+                push,
+                "stepping",
+            ),
+            (
+                vec![R::Open, R::Push(PushKind::Valid)],
+                R::Close,
+                "close",
+                "stepping",
+            ),
+            (vec![R::Open, R::Close], R::Done, done, "closed"),
+        ];
+        for (prefix, recipe, event, state) in cases {
+            let mut m = SessionHandle::<S>::new();
+            for p in &prefix {
+                run_session(&mut m, &model, &pool, *p, true);
+            }
+            assert_eq!(
+                run_session(&mut m, &model, &pool, recipe, false),
+                Some(SessionReply::Error(MimiSessionError::Unexpected {
+                    event,
+                    state
+                }))
+            );
+            assert_eq!(m.state(), state);
+        }
+    }
+    sessions::<EncodeContract>("push_pcm", "encode_done");
+    sessions::<DecodeContract>("push_codes", "decode_done");
+}
