@@ -127,6 +127,7 @@ pub const MULTI_MAX: usize = 4;
 /// each weight row is loaded once for all `m` rows (the weight-bound case of
 /// small-M products), every dot keeping the contract order, so the bits equal
 /// `m` separate [`rows`] calls.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn rows_multi(
     level: SimdLevel,
     xs: &[f32],

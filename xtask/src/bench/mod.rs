@@ -1,11 +1,12 @@
 //! `cargo xtask bench <target> [--json FILE] [--md FILE] [--quick] [--threads 1,2]`;
-//! targets `kernels`, `mimi [--model F --config C]`.
+//! targets `kernels`, `mimi [--model F --config C]`, `kokoro`.
 //!
 //! Benchmarks measure speed against a reference measured in the same run on
 //! the same machine, and report ratios; they never assert timings.
 
 mod bandwidth;
 mod kernels;
+mod kokoro;
 mod mimi;
 mod report;
 mod timing;
@@ -55,13 +56,18 @@ fn parse(args: &[String]) -> Result<(String, BenchOptions), String> {
             other => return Err(format!("unknown bench argument `{other}`")),
         }
     }
-    Ok((target.ok_or("bench needs a target: kernels, mimi")?, opts))
+    Ok((
+        target.ok_or("bench needs a target: kernels, mimi, kokoro")?,
+        opts,
+    ))
 }
 
 /// Run `cargo xtask bench ...`.
 pub fn run(args: &[String]) -> Result<(), String> {
-    if args.first().map(String::as_str) == Some("mimi-child") {
-        return mimi::child(&args[1..]);
+    match args.first().map(String::as_str) {
+        Some("mimi-child") => return mimi::child(&args[1..]),
+        Some("kokoro-child") => return kokoro::child(&args[1..]),
+        _ => {}
     }
     // Target-specific options (model files) pass through to the target.
     let (mut common, mut extra) = (Vec::new(), Vec::new());
@@ -81,9 +87,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let rows = match target.as_str() {
         "kernels" => kernels::run(&opts)?,
         "mimi" => return mimi::run(&opts, &extra),
+        "kokoro" => return kokoro::run(&opts),
         other => {
             return Err(format!(
-                "unknown bench target `{other}` (available: kernels, mimi)"
+                "unknown bench target `{other}` (available: kernels, mimi, kokoro)"
             ))
         }
     };

@@ -3,10 +3,15 @@
 //! Whole sentences are packed first; a sentence longer than `max` is packed
 //! by clauses, a clause longer than `max` by words, and only a single word
 //! longer than `max` is cut mid-word. Pieces are joined by one space.
+//!
+//! A chunk also ends with the first sentence that brings it to `flush`
+//! symbols: short sentences share a call (prosody needs some context), long
+//! texts become about a sentence per call, so the first audio comes after
+//! one sentence and a call's workspace stays sentence-sized.
 
 /// Chunks of at most `max` characters (each phoneme character is one token
 /// id once unknown characters are gone) from sentences of clause strings.
-pub fn chunk(sentences: &[Vec<String>], max: usize) -> Vec<String> {
+pub fn chunk(sentences: &[Vec<String>], max: usize, flush: usize) -> Vec<String> {
     let mut packer = Packer {
         max: max.max(1),
         chunks: Vec::new(),
@@ -22,6 +27,7 @@ pub fn chunk(sentences: &[Vec<String>], max: usize) -> Vec<String> {
         let whole = clauses.join(" ");
         if whole.chars().count() <= packer.max {
             packer.push(&whole);
+            packer.end_sentence(flush);
             continue;
         }
         for clause in clauses {
@@ -35,6 +41,7 @@ pub fn chunk(sentences: &[Vec<String>], max: usize) -> Vec<String> {
                 }
             }
         }
+        packer.end_sentence(flush);
     }
     packer.finish()
 }
@@ -71,6 +78,14 @@ impl Packer {
         }
     }
 
+    /// Close the current chunk at a sentence end once it holds `flush` symbols.
+    fn end_sentence(&mut self, flush: usize) {
+        if self.len >= flush.max(1) {
+            self.chunks.push(std::mem::take(&mut self.current));
+            self.len = 0;
+        }
+    }
+
     fn finish(mut self) -> Vec<String> {
         if self.len > 0 {
             self.chunks.push(self.current);
@@ -97,16 +112,22 @@ mod tests {
     fn packs_sentences_then_clauses_then_words() {
         let sentences = vec![s(&["ab,", "cd."]), s(&["efgh."]), s(&["ij."])];
         // Everything fits: one chunk.
-        assert_eq!(chunk(&sentences, 100), vec!["ab, cd. efgh. ij."]);
+        assert_eq!(chunk(&sentences, 100, 100), vec!["ab, cd. efgh. ij."]);
         // Sentence boundaries are preferred.
-        assert_eq!(chunk(&sentences, 8), vec!["ab, cd.", "efgh.", "ij."]);
-        assert_eq!(chunk(&sentences, 11), vec!["ab, cd.", "efgh. ij."]);
+        assert_eq!(chunk(&sentences, 8, 100), vec!["ab, cd.", "efgh.", "ij."]);
+        assert_eq!(chunk(&sentences, 11, 100), vec!["ab, cd.", "efgh. ij."]);
         // A sentence longer than max is split at its clauses.
-        assert_eq!(chunk(&sentences, 5), vec!["ab,", "cd.", "efgh.", "ij."]);
+        assert_eq!(
+            chunk(&sentences, 5, 100),
+            vec!["ab,", "cd.", "efgh.", "ij."]
+        );
         // A clause longer than max at its words, a word longer than max mid-word.
-        assert_eq!(chunk(&[s(&["aa bb cc,"])], 5), vec!["aa bb", "cc,"]);
-        assert_eq!(chunk(&[s(&["abcdefg"])], 3), vec!["abc", "def", "g"]);
-        assert!(chunk(&[s(&["", " "])], 3).is_empty());
+        assert_eq!(chunk(&[s(&["aa bb cc,"])], 5, 100), vec!["aa bb", "cc,"]);
+        assert_eq!(chunk(&[s(&["abcdefg"])], 3, 100), vec!["abc", "def", "g"]);
+        assert!(chunk(&[s(&["", " "])], 3, 100).is_empty());
+        // A sentence end closes a chunk that reached the flush size.
+        assert_eq!(chunk(&sentences, 100, 5), vec!["ab, cd.", "efgh.", "ij."]);
+        assert_eq!(chunk(&sentences, 100, 9), vec!["ab, cd. efgh.", "ij."]);
     }
 
     #[test]
@@ -116,8 +137,8 @@ mod tests {
             .collect();
         let sentences: Vec<Vec<String>> =
             words.chunks(7).map(|w| vec![w.join(" ") + "."]).collect();
-        for max in [1, 5, 17, 510] {
-            let chunks = chunk(&sentences, max);
+        for (max, flush) in [(1, 1), (5, 3), (17, 510), (510, 100), (510, 510)] {
+            let chunks = chunk(&sentences, max, flush);
             assert!(chunks
                 .iter()
                 .all(|c| (1..=max).contains(&c.chars().count())));

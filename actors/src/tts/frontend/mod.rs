@@ -28,6 +28,9 @@ use std::collections::BTreeSet;
 /// Most ids in one model call, padding excluded.
 pub const MAX_IDS: usize = 510;
 
+/// Ids after which a sentence end closes a chunk (about 5 s of speech).
+pub const SENTENCE_FLUSH_IDS: usize = 100;
+
 /// The padding token placed at both ends of every chunk.
 pub const PAD: i64 = 0;
 
@@ -82,6 +85,7 @@ pub struct Frontend<P = EspeakNg> {
     phonemizer: P,
     punctuation: Punctuation,
     max_ids: usize,
+    flush_ids: usize,
 }
 
 impl Frontend<EspeakNg> {
@@ -99,12 +103,20 @@ impl<P: Phonemizer> Frontend<P> {
             phonemizer,
             punctuation: Punctuation::default(),
             max_ids: MAX_IDS,
+            flush_ids: SENTENCE_FLUSH_IDS,
         }
     }
 
     /// Choose what happens to clause punctuation.
     pub fn punctuation(mut self, punctuation: Punctuation) -> Self {
         self.punctuation = punctuation;
+        self
+    }
+
+    /// Close a chunk at the first sentence end reaching `ids` ids
+    /// ([`MAX_IDS`]: pack sentences as densely as the model allows).
+    pub fn sentence_flush(mut self, ids: usize) -> Self {
+        self.flush_ids = ids.clamp(1, MAX_IDS);
         self
     }
 
@@ -163,7 +175,7 @@ impl<P: Phonemizer> Frontend<P> {
                 phonemized.push(clauses);
             }
         }
-        let chunks: Vec<Chunk> = chunk::chunk(&phonemized, self.max_ids)
+        let chunks: Vec<Chunk> = chunk::chunk(&phonemized, self.max_ids, self.flush_ids)
             .into_iter()
             .map(|phonemes| {
                 let mut tokens = Vec::with_capacity(phonemes.len() + 2);

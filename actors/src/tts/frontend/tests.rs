@@ -105,6 +105,28 @@ fn long_text_chunks_at_sentences_within_the_limit() {
     let small = frontend().max_ids(50).tokenize(&text).unwrap();
     assert_eq!(small.chunks.len(), 40);
     assert!(small.chunks.iter().all(|c| c.len_unpadded() <= 50));
+    // Dense packing (no sentence flush) needs fewer, longer calls.
+    let dense = frontend().sentence_flush(MAX_IDS).tokenize(&text).unwrap();
+    assert!(dense.chunks.len() < t.chunks.len());
+    assert!(dense.chunks.iter().all(|c| c.len_unpadded() <= MAX_IDS));
+}
+
+#[test]
+fn sentences_end_chunks_once_they_reach_the_flush_size() {
+    let sentence = "the quick brown fox jumps over the lazy dog.";
+    let text = vec![sentence; 6].join(" ");
+    let f = frontend().sentence_flush(2 * sentence.len());
+    let t = f.tokenize(&text).unwrap();
+    // Phonemes here equal the text, so two sentences reach the flush size.
+    assert_eq!(t.chunks.len(), 3, "{:?}", t.chunks);
+    for c in &t.chunks {
+        assert_eq!(c.phonemes, [sentence; 2].join(" "));
+    }
+    // A short sentence joins the next one.
+    let t = frontend()
+        .tokenize("Hi. the quick brown fox jumps over the lazy dog.")
+        .unwrap();
+    assert_eq!(t.chunks.len(), 1);
 }
 
 proptest::proptest! {
