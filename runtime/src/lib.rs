@@ -13,6 +13,7 @@ pub mod diagnostics;
 pub mod fetch;
 pub mod io;
 pub mod lane_pool;
+pub mod memory;
 pub mod onnx;
 pub mod weights;
 

@@ -4,10 +4,12 @@
 //! by clauses, a clause longer than `max` by words, and only a single word
 //! longer than `max` is cut mid-word. Pieces are joined by one space.
 //!
-//! A chunk also ends with the first sentence that brings it to `flush`
-//! symbols: short sentences share a call (prosody needs some context), long
-//! texts become about a sentence per call, so the first audio comes after
-//! one sentence and a call's workspace stays sentence-sized.
+//! Chunks also aim at `flush` symbols: a whole sentence that would carry
+//! a non-empty chunk past `flush` starts a new one, and a chunk that
+//! reaches `flush` ends with its sentence. Short sentences share a call
+//! (prosody needs some context), long texts become about a sentence per
+//! call, so the first audio comes after one sentence and a call's
+//! workspace stays sentence-sized.
 
 /// Chunks of at most `max` characters (each phoneme character is one token
 /// id once unknown characters are gone) from sentences of clause strings.
@@ -25,7 +27,11 @@ pub fn chunk(sentences: &[Vec<String>], max: usize, flush: usize) -> Vec<String>
             .filter(|c| !c.is_empty())
             .collect();
         let whole = clauses.join(" ");
-        if whole.chars().count() <= packer.max {
+        let n = whole.chars().count();
+        if n <= packer.max {
+            if packer.len > 0 && packer.len + 1 + n > flush.max(1) {
+                packer.close();
+            }
             packer.push(&whole);
             packer.end_sentence(flush);
             continue;
@@ -81,6 +87,13 @@ impl Packer {
     /// Close the current chunk at a sentence end once it holds `flush` symbols.
     fn end_sentence(&mut self, flush: usize) {
         if self.len >= flush.max(1) {
+            self.close();
+        }
+    }
+
+    /// End the current chunk (if any).
+    fn close(&mut self) {
+        if self.len > 0 {
             self.chunks.push(std::mem::take(&mut self.current));
             self.len = 0;
         }
@@ -127,7 +140,9 @@ mod tests {
         assert!(chunk(&[s(&["", " "])], 3, 100).is_empty());
         // A sentence end closes a chunk that reached the flush size.
         assert_eq!(chunk(&sentences, 100, 5), vec!["ab, cd.", "efgh.", "ij."]);
-        assert_eq!(chunk(&sentences, 100, 9), vec!["ab, cd. efgh.", "ij."]);
+        assert_eq!(chunk(&sentences, 100, 13), vec!["ab, cd. efgh.", "ij."]);
+        // A sentence that would carry the chunk past the flush size starts a new one.
+        assert_eq!(chunk(&sentences, 100, 9), vec!["ab, cd.", "efgh. ij."]);
     }
 
     #[test]

@@ -374,7 +374,8 @@ pub struct ResBlock1Workspace {
     y: Vec<f32>,
     gb: Vec<f32>,
     gb2: Vec<f32>,
-    qconv: LaneQConvWorkspace,
+    /// Shared with the generator's noise convs (one set of int8 buffers).
+    pub(crate) qconv: LaneQConvWorkspace,
     mm: MatmulWorkspace,
 }
 

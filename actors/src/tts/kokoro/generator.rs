@@ -19,7 +19,7 @@ use super::blocks::{
     grow, par_add, par_leaky_relu, AdaInResBlock1, ResBlock1Workspace, POINT_CHUNK,
 };
 use super::graph::{FloatConv, KokoroError, KokoroGraph};
-use super::lane_qconv::{LaneQConv, LaneQConvWorkspace};
+use super::lane_qconv::LaneQConv;
 use super::pointwise;
 use super::source::{HarmonicSource, PhaseState, UPSAMPLE};
 use super::stft::{Istft, IstftWorkspace, SourceStft, CHANNELS};
@@ -51,15 +51,16 @@ pub struct Generator {
 
 /// Scratch for [`Generator::forward`] (grown on demand, never shrunk).
 #[derive(Debug, Default)]
+///
+/// At the last stage's rate only `x`, `acc`, `tmp` and the resblock's own
+/// buffers are live: the upsampler writes into `tmp` and each noise branch
+/// into `acc` just before they are needed (both free at that point).
 pub struct GeneratorWorkspace {
     har: Vec<f32>,
     spec: Vec<f32>,
-    noise: [Vec<f32>; 2],
     x: Vec<f32>,
-    up: Vec<f32>,
     acc: Vec<f32>,
     tmp: Vec<f32>,
-    qconv: LaneQConvWorkspace,
     rb: ResBlock1Workspace,
     ct: ConvTranspose1dWorkspace,
     conv: Conv1dWorkspace,
@@ -282,50 +283,53 @@ impl Generator {
         self.stft
             .forward(pool, &ws.har[..n_har], &mut ws.spec[..CHANNELS * ts])?;
         lap(&mut times.source);
-        // Noise branches.
-        let spec = &ws.spec[..CHANNELS * ts];
-        let mut lens = [0usize; 2];
-        for (i, (nc, nr)) in self.noise_convs.iter().zip(&self.noise_res).enumerate() {
-            let tn = nc.out_len(ts)?;
-            lens[i] = tn;
-            let c = nc.params().c_out;
-            grow(&mut ws.noise[i], c * tn);
-            let buf = &mut ws.noise[i][..c * tn];
-            nc.forward(pool, spec, ts, buf, &mut ws.qconv)?;
-            nr.forward(pool, buf, tn, style, &mut ws.rb)?;
-        }
-        lap(&mut times.noise);
-        // Two upsampling stages.
+        // Two upsampling stages, each adding its noise branch.
         let mut c = self.c_in();
         let mut tx = t;
         grow(&mut ws.x, c * tx);
         ws.x[..c * tx].copy_from_slice(x_in);
-        for (stage, &tn) in lens.iter().enumerate() {
+        for stage in 0..self.ups.len() {
             par_leaky_relu(pool, &mut ws.x[..c * tx], 0.1)?;
             let up = &self.ups[stage];
             let tu = up.params().out_len(tx)?;
             let cu = self.ups_ch[stage];
-            grow(&mut ws.up, cu * tu);
-            up.forward(pool, &ws.x[..c * tx], tx, &mut ws.up[..cu * tu], &mut ws.ct)?;
+            grow(&mut ws.tmp, cu * tu);
+            up.forward(
+                pool,
+                &ws.x[..c * tx],
+                tx,
+                &mut ws.tmp[..cu * tu],
+                &mut ws.ct,
+            )?;
             // Stage 1: reflection pad (1, 0) → tu + 1 frames.
             let tp = if stage == 1 { tu + 1 } else { tu };
             grow(&mut ws.x, cu * tp);
             if stage == 1 {
-                let (src, dst) = (&ws.up, &mut ws.x[..cu * tp]);
+                let (src, dst) = (&ws.tmp, &mut ws.x[..cu * tp]);
                 pool.for_each_chunk_mut(dst, tp, |ch, row| {
                     let s = &src[ch * tu..(ch + 1) * tu];
                     row[0] = s[1.min(tu - 1)];
                     row[1..].copy_from_slice(s);
                 })?;
             } else {
-                ws.x[..cu * tp].copy_from_slice(&ws.up[..cu * tu]);
+                ws.x[..cu * tp].copy_from_slice(&ws.tmp[..cu * tu]);
             }
+            // The noise branch (source spectrum → conv → resblock) into `acc`.
+            let noise_start = std::time::Instant::now();
+            let (nc, nr) = (&self.noise_convs[stage], &self.noise_res[stage]);
+            let tn = nc.out_len(ts)?;
             if tn != tp {
                 return Err(KokoroError::Input(format!(
                     "noise branch {stage} has {tn} frames, the upsampler {tp}"
                 )));
             }
-            par_add(pool, &mut ws.x[..cu * tp], &ws.noise[stage][..cu * tp])?;
+            grow(&mut ws.acc, cu * tn);
+            let spec = &ws.spec[..CHANNELS * ts];
+            nc.forward(pool, spec, ts, &mut ws.acc[..cu * tn], &mut ws.rb.qconv)?;
+            nr.forward(pool, &mut ws.acc[..cu * tn], tn, style, &mut ws.rb)?;
+            let noise_secs = noise_start.elapsed().as_secs_f64();
+            times.noise += noise_secs;
+            par_add(pool, &mut ws.x[..cu * tp], &ws.acc[..cu * tp])?;
             // Mean of the three resblocks, ((r0 + r1) + r2) / 3 as the graph
             // adds: r0 and r1 run on copies, the last one on `x` itself.
             let n = cu * tp;
@@ -353,11 +357,14 @@ impl Generator {
             })?;
             c = cu;
             tx = tp;
-            lap(if stage == 0 {
+            // Stage times exclude their noise branches.
+            let slot = if stage == 0 {
                 &mut times.stage0
             } else {
                 &mut times.stage1
-            });
+            };
+            lap(slot);
+            *slot = (*slot - noise_secs).max(0.0);
         }
         // Post: LeakyReLU 0.01 → conv_post → iSTFT.
         par_leaky_relu(pool, &mut ws.x[..c * tx], 0.01)?;

@@ -31,7 +31,12 @@ impl std::fmt::Debug for KokoroTts {
 
 impl KokoroTts {
     /// Load every weight of the int8 (or fp32) ONNX export at `path`.
+    ///
+    /// Also pins the allocator's mmap threshold
+    /// ([`voxlane_runtime::memory::return_large_frees_to_os`]): the per-chunk
+    /// workspaces grow with the utterance and must not fragment the heap.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, KokoroError> {
+        voxlane_runtime::memory::return_large_frees_to_os();
         let model = OnnxModel::open(path)?;
         let front = KokoroFront::load(&KokoroGraph::new(&model))?;
         let back = KokoroBack::load(&model)?;
