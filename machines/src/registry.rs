@@ -15,5 +15,9 @@ pub fn all_specs() -> Vec<&'static MachineSpec> {
         &crate::mimi_init::SPEC,
         &crate::mimi_encode_session::SPEC,
         &crate::mimi_decode_session::SPEC,
+        &crate::kokoro_frontend::SPEC,
+        &crate::kokoro_front::SPEC,
+        &crate::kokoro_back::SPEC,
+        &crate::kokoro_tts::SPEC,
     ]
 }

@@ -1,0 +1,129 @@
+//! Effects of `kokoro_back`'s edges. Actions that can fail raise an outcome
+//! event (`load_*`, `back_*`) in the sink instead of choosing a state.
+
+use super::errors::KokoroBackError;
+use super::events::{FollowUp, Load, Reply, Run, Sink};
+use super::guards::{asr_channels, frames, DECODER_STYLE};
+use super::machine::KokoroBackMachine;
+use crate::tts::Slot;
+use voxlane_actors::tts::kokoro::back::KokoroBack;
+
+fn reject(m: &mut KokoroBackMachine, sink: &mut Sink, err: KokoroBackError) {
+    m.book.reject(err.reason());
+    sink.reply = Some(Reply::Error(err));
+}
+
+/// Bind the decoder and generator; raise `load_done` or `load_error`.
+pub fn effect_load_back(m: &mut KokoroBackMachine, l: &Load<'_>, sink: &mut Sink) {
+    sink.follow_up = Some(match KokoroBack::load(l.model) {
+        Ok(back) => {
+            m.back = Some(back);
+            FollowUp::LoadDone
+        }
+        Err(e) => FollowUp::LoadError(e.into()),
+    });
+}
+
+/// Reply `load_done`.
+pub fn effect_reply_loaded(m: &mut KokoroBackMachine, sink: &mut Sink) {
+    sink.reply = Some(Reply::Loaded {
+        asr_channels: asr_channels(m),
+    });
+}
+
+/// Reply `load_error` (nothing stays bound).
+pub fn effect_reply_load_error(
+    m: &mut KokoroBackMachine,
+    e: &Slot<KokoroBackError>,
+    sink: &mut Sink,
+) {
+    m.back = None;
+    let err = e
+        .take()
+        .unwrap_or(KokoroBackError::MissingPayload("load_error"));
+    reject(m, sink, err);
+}
+
+/// Reject `run` before `load`.
+pub fn effect_reject_not_loaded(m: &mut KokoroBackMachine, sink: &mut Sink) {
+    reject(m, sink, KokoroBackError::NotLoaded);
+}
+
+/// Reject a second `load`.
+pub fn effect_reject_already_loaded(m: &mut KokoroBackMachine, sink: &mut Sink) {
+    reject(m, sink, KokoroBackError::AlreadyLoaded);
+}
+
+/// Reject an `asr` that is not whole frames.
+pub fn effect_reject_asr(m: &mut KokoroBackMachine, r: &Run<'_>, sink: &mut Sink) {
+    let err = KokoroBackError::AsrShape {
+        values: r.asr.len(),
+        channels: asr_channels(m),
+    };
+    reject(m, sink, err);
+}
+
+/// Reject F0 or N that is not 2 values per frame (names the curve).
+pub fn effect_reject_curves(m: &mut KokoroBackMachine, r: &Run<'_>, sink: &mut Sink) {
+    let want = 2 * frames(m, r);
+    let (curve, got) = if r.f0.len() != want {
+        ("f0", r.f0.len())
+    } else {
+        ("n", r.n.len())
+    };
+    reject(m, sink, KokoroBackError::CurveLength { curve, got, want });
+}
+
+/// Reject a decoder style that is not 128 finite values.
+pub fn effect_reject_style(m: &mut KokoroBackMachine, r: &Run<'_>, sink: &mut Sink) {
+    let err = KokoroBackError::Style {
+        got: r.style.len(),
+        want: DECODER_STYLE,
+    };
+    reject(m, sink, err);
+}
+
+/// Decoder → generator into the output buffer; raise `back_done` or `back_error`.
+pub fn effect_run_back(m: &mut KokoroBackMachine, r: &Run<'_>, sink: &mut Sink) {
+    let result = match &mut m.back {
+        Some(back) => back
+            .run_into(r.asr, r.f0, r.n, r.style, r.lanes, &mut m.output)
+            .map_err(KokoroBackError::from),
+        None => Err(KokoroBackError::NotLoaded),
+    };
+    sink.follow_up = Some(match result {
+        Ok(()) => FollowUp::BackDone(m.output.audio.len()),
+        Err(e) => {
+            m.output.audio.clear();
+            FollowUp::BackError(e)
+        }
+    });
+}
+
+/// Reply `back_done`: the audio waits in the output buffer.
+pub fn effect_reply_audio(_m: &mut KokoroBackMachine, samples: usize, sink: &mut Sink) {
+    sink.reply = Some(Reply::Audio { samples });
+}
+
+/// Reply `back_error`.
+pub fn effect_reply_back_error(
+    m: &mut KokoroBackMachine,
+    e: &Slot<KokoroBackError>,
+    sink: &mut Sink,
+) {
+    let err = e
+        .take()
+        .unwrap_or(KokoroBackError::MissingPayload("back_error"));
+    reject(m, sink, err);
+}
+
+/// Reply with the diagnostics counters.
+pub fn effect_capture_diagnostics(m: &mut KokoroBackMachine, sink: &mut Sink) {
+    sink.reply = Some(Reply::Diagnostics(m.book.snapshot()));
+}
+
+/// Reject an event no edge of the current state takes.
+pub fn effect_reject_unexpected(m: &mut KokoroBackMachine, event: &'static str, sink: &mut Sink) {
+    let state = m.book.state();
+    reject(m, sink, KokoroBackError::Unexpected { event, state });
+}

@@ -1,0 +1,263 @@
+//! The statig machine: states, then the events each state handles.
+//!
+//! Every handler arm is one row of [`super::table::TRANSITIONS`]: a named
+//! guard selects it and a named action runs (`internal!` stays put,
+//! `transition!` moves). Events a state does not name fall through to the
+//! `back` superstate, which rejects them with a reason.
+
+use super::actions::*;
+use super::errors::KokoroBackError;
+use super::events::{Event, Load, Reply, Run, Sink};
+use super::guards::*;
+use super::table::SPEC;
+use crate::core::{Bookkeeping, Fired};
+use crate::{internal, transition};
+use statig::prelude::*;
+use voxlane_actors::tts::kokoro::back::{BackOutput, KokoroBack};
+use voxlane_runtime::onnx::OnnxModel;
+
+/// Context that persists across events: the bound back half (with its
+/// workspaces) and the output buffer it reuses.
+pub struct KokoroBackMachine {
+    /// Decoder + generator, once loaded.
+    pub back: Option<KokoroBack>,
+    /// The last chunk's `conv_post` and audio.
+    pub output: BackOutput,
+    /// Counters, edge trace and current state.
+    pub book: Bookkeeping,
+}
+
+impl Default for KokoroBackMachine {
+    fn default() -> Self {
+        Self {
+            back: None,
+            output: BackOutput::default(),
+            book: Bookkeeping::new(&SPEC),
+        }
+    }
+}
+
+#[state_machine(
+    initial = "State::unloaded()",
+    before_dispatch = "Self::before_dispatch",
+    after_transition = "Self::after_transition",
+    state(derive(Debug, Clone, Copy, PartialEq, Eq))
+)]
+impl KokoroBackMachine {
+    /// No weights yet.
+    #[state(superstate = "back")]
+    fn unloaded(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
+        match event {
+            Event::Load(l) => transition!(
+                self,
+                always,
+                effect_load_back(self, l, context),
+                State::loading()
+            ),
+            Event::Run(_) => internal!(self, always, effect_reject_not_loaded(self, context)),
+            _ => Super,
+        }
+    }
+
+    /// Weights bound; waits for `load_done` / `load_error`.
+    #[state(superstate = "back")]
+    fn loading(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
+        match event {
+            Event::LoadDone => transition!(
+                self,
+                always,
+                effect_reply_loaded(self, context),
+                State::ready()
+            ),
+            Event::LoadError(e) => transition!(
+                self,
+                always,
+                effect_reply_load_error(self, e, context),
+                State::unloaded()
+            ),
+            _ => Super,
+        }
+    }
+
+    /// Loaded: runs are shape-checked, then decoded.
+    #[state(superstate = "back")]
+    fn ready(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
+        match event {
+            Event::Load(_) => {
+                internal!(self, always, effect_reject_already_loaded(self, context))
+            }
+            Event::Run(r) if guard_asr_invalid(self, r) => {
+                internal!(self, guard_asr_invalid, effect_reject_asr(self, r, context))
+            }
+            Event::Run(r) if guard_curves_invalid(self, r) => internal!(
+                self,
+                guard_curves_invalid,
+                effect_reject_curves(self, r, context)
+            ),
+            Event::Run(r) if guard_style_invalid(self, r) => internal!(
+                self,
+                guard_style_invalid,
+                effect_reject_style(self, r, context)
+            ),
+            Event::Run(r) if guard_shapes_valid(self, r) => transition!(
+                self,
+                guard_shapes_valid,
+                effect_run_back(self, r, context),
+                State::running()
+            ),
+            _ => Super,
+        }
+    }
+
+    /// A chunk was decoded; waits for `back_done` / `back_error`.
+    #[state(superstate = "back")]
+    fn running(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
+        match event {
+            Event::BackDone(samples) => transition!(
+                self,
+                always,
+                effect_reply_audio(self, *samples, context),
+                State::ready()
+            ),
+            Event::BackError(e) => transition!(
+                self,
+                always,
+                effect_reply_back_error(self, e, context),
+                State::ready()
+            ),
+            _ => Super,
+        }
+    }
+
+    /// Diagnostics in every state; anything else unexpected is rejected.
+    #[superstate]
+    fn back(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
+        match event {
+            Event::CaptureDiagnostics => {
+                internal!(self, always, effect_capture_diagnostics(self, context))
+            }
+            other => internal!(
+                self,
+                always,
+                effect_reject_unexpected(self, other.kind(), context)
+            ),
+        }
+    }
+}
+
+/// The table name of a leaf state.
+pub fn state_name(s: &State) -> &'static str {
+    match s {
+        State::Unloaded {} => "unloaded",
+        State::Loading {} => "loading",
+        State::Ready {} => "ready",
+        State::Running {} => "running",
+    }
+}
+
+impl KokoroBackMachine {
+    fn before_dispatch(
+        &mut self,
+        _s: StateOrSuperstate<'_, State, Superstate>,
+        event: &Event<'_>,
+        _c: &mut Sink,
+    ) {
+        self.book.dispatching(event.kind());
+    }
+
+    fn after_transition(&mut self, source: &State, target: &State, _c: &mut Sink) {
+        self.book
+            .transitioned(state_name(source), state_name(target));
+    }
+}
+
+/// The public handle: send an event, get the reply; the audio stays readable
+/// through [`BackStage::audio`] until the next run.
+pub struct BackStage {
+    sm: StateMachine<KokoroBackMachine>,
+}
+
+impl Default for BackStage {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BackStage {
+    /// A back stage in `unloaded`.
+    pub fn new() -> Self {
+        Self {
+            sm: KokoroBackMachine::default().state_machine(),
+        }
+    }
+
+    /// A back stage that logs every edge it takes (for conformance tests).
+    pub fn traced() -> Self {
+        let m = KokoroBackMachine {
+            book: Bookkeeping::traced(&SPEC),
+            ..Default::default()
+        };
+        Self {
+            sm: m.state_machine(),
+        }
+    }
+
+    /// Step exactly one event, without feeding back the outcome event its
+    /// action raised (left in the returned sink).
+    pub fn step(&mut self, event: &Event<'_>) -> Sink {
+        let mut sink = Sink::default();
+        self.sm.handle_with_context(event, &mut sink);
+        sink
+    }
+
+    /// Handle `event` run-to-completion and return the reply.
+    pub fn handle(&mut self, event: &Event<'_>) -> Reply {
+        let mut sink = self.step(event);
+        while let Some(next) = sink.follow_up.take() {
+            self.sm.handle_with_context(&next.into_event(), &mut sink);
+        }
+        sink.reply.unwrap_or_else(|| {
+            Reply::Error(KokoroBackError::Unexpected {
+                event: event.kind(),
+                state: self.state(),
+            })
+        })
+    }
+
+    /// Bind the weights of `model`.
+    pub fn load(&mut self, model: &OnnxModel) -> Reply {
+        self.handle(&Event::Load(Load { model }))
+    }
+
+    /// Decode one chunk.
+    pub fn run(&mut self, run: Run<'_>) -> Reply {
+        self.handle(&Event::Run(run))
+    }
+
+    /// The last chunk's audio (24 kHz).
+    pub fn audio(&self) -> &[f32] {
+        &self.sm.inner().output.audio
+    }
+
+    /// The last chunk's whole output (`conv_post` and audio).
+    pub fn output(&self) -> &BackOutput {
+        &self.sm.inner().output
+    }
+
+    /// The current leaf state's name.
+    pub fn state(&self) -> &'static str {
+        state_name(self.sm.state())
+    }
+
+    /// The edges taken so far (empty unless built with [`Self::traced`]).
+    pub fn take_trace(&mut self) -> Vec<Fired> {
+        // SAFETY (statig's contract for inner_mut): taking the log does not
+        // touch any state the machine's invariants depend on.
+        unsafe { self.sm.inner_mut().book.take_log() }
+    }
+
+    /// Whether the last event ended without taking any declared edge.
+    pub fn dangling(&self) -> bool {
+        self.sm.inner().book.dangling()
+    }
+}

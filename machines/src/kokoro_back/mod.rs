@@ -1,0 +1,22 @@
+//! `kokoro_back`: the back half of Kokoro (one chunk) as a machine.
+//!
+//! `load { model }` binds [`voxlane_actors::tts::kokoro::back::KokoroBack`]
+//! (decoder → iSTFTNet generator) from an open ONNX export; it and the
+//! reusable [`voxlane_actors::tts::kokoro::back::BackOutput`] stay in the
+//! context. `run { asr, f0, n, style, lanes }` is rejected by
+//! `guard_asr_invalid` (`[512, F]`, F ≥ 1), `guard_curves_invalid` (F0 and
+//! N of 2F values) and `guard_style_invalid` (the decoder half: 128 finite
+//! values), or run by `effect_run_back` into `running`, whose `back_done`
+//! outcome leaves the chunk's 24 kHz audio in the context's output buffer.
+
+pub mod actions;
+pub mod errors;
+pub mod events;
+pub mod guards;
+pub mod machine;
+pub mod table;
+
+pub use errors::KokoroBackError;
+pub use events::{Event, FollowUp, Load, Reply, Run, Sink};
+pub use machine::BackStage;
+pub use table::SPEC;

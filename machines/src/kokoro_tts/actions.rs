@@ -1,0 +1,304 @@
+//! Effects of `kokoro_tts`'s edges. Actions that can fail raise an outcome
+//! event (`load_*`, `prepare_*`, `front_*`, `chunk_*`) in the sink instead
+//! of choosing a state; the stage machines do the work.
+
+use super::errors::TtsError;
+use super::events::{FollowUp, Load, Synthesize, TtsReply, Utterance};
+use super::machine::{KokoroTtsMachine, Stages};
+use super::Sink;
+use crate::kokoro_back::{self, BackStage};
+use crate::kokoro_front::{self, FrontStage};
+use crate::kokoro_frontend::{self, FrontendStage};
+use crate::tts::Slot;
+use voxlane_actors::tts::frontend::Punctuation;
+use voxlane_actors::tts::kokoro::front::FrontOutput;
+use voxlane_actors::tts::kokoro::graph::KokoroError;
+use voxlane_actors::tts::voices::Voices;
+use voxlane_runtime::onnx::OnnxModel;
+use voxlane_runtime::{Fork, LanePool, PoolOptions};
+
+fn reject(m: &mut KokoroTtsMachine, sink: &mut Sink, err: TtsError) {
+    m.book.reject(err.reason());
+    sink.reply = Some(TtsReply::Error(err));
+}
+
+fn taken(e: &Slot<TtsError>, kind: &'static str) -> TtsError {
+    e.take().unwrap_or(TtsError::MissingPayload(kind))
+}
+
+fn stray(stage: &'static str, reply: impl std::fmt::Debug) -> TtsError {
+    TtsError::StageReply {
+        stage,
+        reply: format!("{reply:?}"),
+    }
+}
+
+fn load_stages(l: &Load) -> Result<Stages, TtsError> {
+    let pool = LanePool::with_options(PoolOptions {
+        threads: l.threads,
+        pin: l.pin,
+    })?;
+    let voices = Voices::open(&l.voices)?;
+    let mut frontend = FrontendStage::new();
+    match frontend.load(&l.vocab, Punctuation::Keep) {
+        kokoro_frontend::Reply::Loaded { .. } => {}
+        kokoro_frontend::Reply::Error(e) => return Err(e.into()),
+        other => return Err(stray("frontend", other)),
+    }
+    let model = OnnxModel::open(&l.model).map_err(KokoroError::from)?;
+    let mut front = FrontStage::new();
+    match front.load(&model) {
+        kokoro_front::Reply::Loaded { .. } => {}
+        kokoro_front::Reply::Error(e) => return Err(e.into()),
+        other => return Err(stray("front", other)),
+    }
+    let mut back = BackStage::new();
+    match back.load(&model) {
+        kokoro_back::Reply::Loaded { .. } => {}
+        kokoro_back::Reply::Error(e) => return Err(e.into()),
+        other => return Err(stray("back", other)),
+    }
+    Ok(Stages {
+        pool,
+        voices,
+        frontend,
+        front,
+        back,
+    })
+}
+
+/// Start the lanes, open the voices, load the three stages; raise `load_done` or `load_error`.
+pub fn effect_load_stages(m: &mut KokoroTtsMachine, l: &Load, sink: &mut Sink) {
+    sink.follow_up = Some(match load_stages(l) {
+        Ok(stages) => {
+            m.stages = Some(stages);
+            FollowUp::LoadDone
+        }
+        Err(e) => FollowUp::LoadError(e),
+    });
+}
+
+/// Reply `load_done`.
+pub fn effect_reply_loaded(m: &mut KokoroTtsMachine, sink: &mut Sink) {
+    sink.reply = Some(match &m.stages {
+        Some(st) => TtsReply::Loaded {
+            threads: st.pool.threads(),
+            voices: st.voices.names().len(),
+            vocab: st.frontend.frontend().map_or(0, |f| f.vocab().len()),
+        },
+        None => TtsReply::Error(TtsError::NotLoaded),
+    });
+}
+
+/// Reply `load_error` (nothing stays loaded).
+pub fn effect_reply_load_error(m: &mut KokoroTtsMachine, e: &Slot<TtsError>, sink: &mut Sink) {
+    m.stages = None;
+    reject(m, sink, taken(e, "load_error"));
+}
+
+/// Reject a request before `load`.
+pub fn effect_reject_not_loaded(m: &mut KokoroTtsMachine, sink: &mut Sink) {
+    reject(m, sink, TtsError::NotLoaded);
+}
+
+/// Reject a second `load`.
+pub fn effect_reject_already_loaded(m: &mut KokoroTtsMachine, sink: &mut Sink) {
+    reject(m, sink, TtsError::AlreadyLoaded);
+}
+
+/// Reject `synthesize` while an utterance is in flight.
+pub fn effect_reject_busy(m: &mut KokoroTtsMachine, sink: &mut Sink) {
+    reject(m, sink, TtsError::Busy);
+}
+
+/// Reject `next_chunk` / `cancel` with no utterance in flight.
+pub fn effect_reject_not_synthesizing(m: &mut KokoroTtsMachine, sink: &mut Sink) {
+    reject(m, sink, TtsError::NotSynthesizing);
+}
+
+/// Reject a text with nothing to say.
+pub fn effect_reject_empty_text(m: &mut KokoroTtsMachine, sink: &mut Sink) {
+    reject(m, sink, TtsError::EmptyText);
+}
+
+/// Reject a speed outside 0.5..=2.0.
+pub fn effect_reject_speed(m: &mut KokoroTtsMachine, s: &Synthesize<'_>, sink: &mut Sink) {
+    reject(m, sink, TtsError::Speed(s.speed));
+}
+
+/// Reject a voice spec the packs cannot serve (names the voice and lists the others).
+pub fn effect_reject_voice(m: &mut KokoroTtsMachine, s: &Synthesize<'_>, sink: &mut Sink) {
+    let err = match &m.stages {
+        Some(st) => match st.voices.check(s.voice) {
+            Err(e) => TtsError::Voice(e),
+            Ok(_) => TtsError::Voice(voxlane_actors::tts::voices::VoiceError::BadSpec {
+                spec: s.voice.to_string(),
+                detail: "rejected".into(),
+            }),
+        },
+        None => TtsError::NotLoaded,
+    };
+    reject(m, sink, err);
+}
+
+fn prepare(m: &mut KokoroTtsMachine, s: &Synthesize<'_>) -> Result<Utterance, TtsError> {
+    let st = m.stages.as_mut().ok_or(TtsError::NotLoaded)?;
+    let tokens = match st.frontend.tokenize(s.text) {
+        kokoro_frontend::Reply::Tokens(t) => t,
+        kokoro_frontend::Reply::Error(e) => return Err(e.into()),
+        other => return Err(stray("frontend", other)),
+    };
+    let pack = st.voices.select(s.voice)?;
+    Ok(Utterance {
+        chunks: tokens.chunks,
+        pack: Some(pack),
+        speed: s.speed,
+        next: 0,
+        style: None,
+        dropped: tokens.dropped,
+    })
+}
+
+/// Tokenize the text (frontend stage) and select the voice; raise `prepare_done` or `prepare_error`.
+pub fn effect_prepare_utterance(m: &mut KokoroTtsMachine, s: &Synthesize<'_>, sink: &mut Sink) {
+    sink.follow_up = Some(match prepare(m, s) {
+        Ok(u) => FollowUp::PrepareDone(Box::new(u)),
+        Err(e) => FollowUp::PrepareError(e),
+    });
+}
+
+/// Reply `prepare_done` (chunk count, dropped phonemes); the utterance moves into `synthesizing`.
+pub fn effect_reply_prepared(_m: &mut KokoroTtsMachine, u: &Slot<Utterance>, sink: &mut Sink) {
+    sink.reply = Some(u.peek(|u| match u {
+        Some(u) => TtsReply::Prepared {
+            chunks: u.chunks.len(),
+            dropped: u.dropped.clone(),
+        },
+        None => TtsReply::Error(TtsError::MissingPayload("prepare_done")),
+    }));
+}
+
+/// Reply `prepare_error`.
+pub fn effect_reply_prepare_error(m: &mut KokoroTtsMachine, e: &Slot<TtsError>, sink: &mut Sink) {
+    reject(m, sink, taken(e, "prepare_error"));
+}
+
+fn run_front(m: &mut KokoroTtsMachine, u: &mut Utterance) -> Result<FrontOutput, TtsError> {
+    let st = m.stages.as_mut().ok_or(TtsError::NotLoaded)?;
+    let chunk = u
+        .chunks
+        .get(u.next)
+        .ok_or(TtsError::MissingPayload("next_chunk"))?;
+    let pack = u.pack.as_ref().ok_or(TtsError::MissingPayload("voice"))?;
+    let style = pack.style(chunk.len_unpadded())?;
+    let reply = st.front.run(kokoro_front::Run {
+        tokens: &chunk.tokens,
+        style: &style.0,
+        speed: u.speed,
+        durations: None,
+        lanes: &st.pool,
+    });
+    match reply {
+        kokoro_front::Reply::Front(out, _) => {
+            u.style = Some(style);
+            u.next += 1;
+            Ok(*out)
+        }
+        kokoro_front::Reply::Error(e) => Err(e.into()),
+        other => Err(stray("front", other)),
+    }
+}
+
+/// Run the next chunk through the front stage; raise `front_done` or `front_error`.
+pub fn effect_run_front(m: &mut KokoroTtsMachine, u: &mut Utterance, sink: &mut Sink) {
+    sink.follow_up = Some(match run_front(m, u) {
+        Ok(out) => FollowUp::FrontDone(Box::new(out)),
+        Err(e) => FollowUp::FrontError(e),
+    });
+}
+
+fn run_back(
+    m: &mut KokoroTtsMachine,
+    u: &Utterance,
+    o: &Slot<FrontOutput>,
+) -> Result<usize, TtsError> {
+    let st = m.stages.as_mut().ok_or(TtsError::NotLoaded)?;
+    let style = u.style.as_ref().ok_or(TtsError::MissingPayload("style"))?;
+    let reply = o.peek(|out| {
+        out.map(|out| {
+            st.back
+                .run(kokoro_back::Run::from_front(out, &style.0, &st.pool))
+        })
+    });
+    match reply {
+        Some(kokoro_back::Reply::Audio { samples }) => Ok(samples),
+        Some(kokoro_back::Reply::Error(e)) => Err(e.into()),
+        Some(other) => Err(stray("back", other)),
+        None => Err(TtsError::MissingPayload("front_done")),
+    }
+}
+
+/// Decode the chunk's front output through the back stage; raise `chunk_done` or `chunk_error`.
+pub fn effect_run_back(
+    m: &mut KokoroTtsMachine,
+    u: &Utterance,
+    o: &Slot<FrontOutput>,
+    sink: &mut Sink,
+) {
+    sink.follow_up = Some(match run_back(m, u, o) {
+        Ok(samples) => FollowUp::ChunkDone(samples),
+        Err(e) => FollowUp::ChunkError(e),
+    });
+}
+
+fn reply_chunk(u: &Utterance, samples: usize, sink: &mut Sink) {
+    sink.reply = Some(TtsReply::Chunk {
+        index: u.next.saturating_sub(1),
+        of: u.chunks.len(),
+        samples,
+    });
+}
+
+/// Emit a chunk's audio; more chunks follow.
+pub fn effect_emit_chunk(
+    _m: &mut KokoroTtsMachine,
+    u: &mut Utterance,
+    samples: usize,
+    sink: &mut Sink,
+) {
+    u.style = None;
+    reply_chunk(u, samples, sink);
+}
+
+/// Emit the utterance's last chunk.
+pub fn effect_emit_last_chunk(
+    _m: &mut KokoroTtsMachine,
+    u: &Utterance,
+    samples: usize,
+    sink: &mut Sink,
+) {
+    reply_chunk(u, samples, sink);
+}
+
+/// Reply `front_error` / `chunk_error`; the utterance is dropped.
+pub fn effect_reply_chunk_error(m: &mut KokoroTtsMachine, e: &Slot<TtsError>, sink: &mut Sink) {
+    reject(m, sink, taken(e, "chunk_error"));
+}
+
+/// Drop the rest of the utterance.
+pub fn effect_cancel(_m: &mut KokoroTtsMachine, u: &Utterance, sink: &mut Sink) {
+    sink.reply = Some(TtsReply::Cancelled {
+        skipped: u.chunks.len().saturating_sub(u.next),
+    });
+}
+
+/// Reply with the diagnostics counters.
+pub fn effect_capture_diagnostics(m: &mut KokoroTtsMachine, sink: &mut Sink) {
+    sink.reply = Some(TtsReply::Diagnostics(m.book.snapshot()));
+}
+
+/// Reject an event no edge of the current state takes.
+pub fn effect_reject_unexpected(m: &mut KokoroTtsMachine, event: &'static str, sink: &mut Sink) {
+    let state = m.book.state();
+    reject(m, sink, TtsError::Unexpected { event, state });
+}

@@ -1,0 +1,400 @@
+//! The statig machine: states, then the events each state handles.
+//!
+//! Every handler arm is one row of [`super::table::TRANSITIONS`]: a named
+//! guard selects it and a named action runs (`internal!` stays put,
+//! `transition!` moves). The utterance in flight is state-local data of
+//! `synthesizing`, `running_front` and `running_back`, moved along each
+//! edge. Events a state does not name fall through to `loaded` (busy /
+//! already loaded) and then `tts`, which rejects them with a reason.
+
+use super::actions::*;
+use super::errors::TtsError;
+use super::events::{Event, Load, Sink, Synthesize, TtsReply, Utterance};
+use super::guards::*;
+use super::table::SPEC;
+use crate::core::{Bookkeeping, Fired};
+use crate::kokoro_back::BackStage;
+use crate::kokoro_front::FrontStage;
+use crate::kokoro_frontend::FrontendStage;
+use crate::{internal, transition};
+use statig::prelude::*;
+use std::mem::take;
+use voxlane_actors::tts::voices::Voices;
+use voxlane_runtime::LanePool;
+
+/// Everything `load` sets up: the lanes, the voices and the three stage machines.
+pub struct Stages {
+    /// The lane pool every stage computes on.
+    pub pool: LanePool,
+    /// The voice packs.
+    pub voices: Voices,
+    /// Text → token chunks.
+    pub frontend: FrontendStage,
+    /// Tokens + style + speed → front output.
+    pub front: FrontStage,
+    /// Front output → audio.
+    pub back: BackStage,
+}
+
+/// Context that persists across events: the loaded stages.
+pub struct KokoroTtsMachine {
+    /// The stages, once loaded.
+    pub stages: Option<Stages>,
+    /// Counters, edge trace and current state.
+    pub book: Bookkeeping,
+}
+
+impl Default for KokoroTtsMachine {
+    fn default() -> Self {
+        Self {
+            stages: None,
+            book: Bookkeeping::new(&SPEC),
+        }
+    }
+}
+
+#[state_machine(
+    initial = "State::unloaded()",
+    before_dispatch = "Self::before_dispatch",
+    after_transition = "Self::after_transition",
+    state(derive(Debug))
+)]
+impl KokoroTtsMachine {
+    /// Nothing loaded.
+    #[state(superstate = "tts")]
+    fn unloaded(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
+        match event {
+            Event::Load(l) => transition!(
+                self,
+                always,
+                effect_load_stages(self, l, context),
+                State::loading()
+            ),
+            Event::Synthesize(_) | Event::NextChunk | Event::Cancel => {
+                internal!(self, always, effect_reject_not_loaded(self, context))
+            }
+            _ => Super,
+        }
+    }
+
+    /// The stages loaded; waits for `load_done` / `load_error`.
+    #[state(superstate = "tts")]
+    fn loading(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
+        match event {
+            Event::LoadDone => transition!(
+                self,
+                always,
+                effect_reply_loaded(self, context),
+                State::ready()
+            ),
+            Event::LoadError(e) => transition!(
+                self,
+                always,
+                effect_reply_load_error(self, e, context),
+                State::unloaded()
+            ),
+            _ => Super,
+        }
+    }
+
+    /// Loaded and idle: a `synthesize` is checked, then prepared.
+    #[state(superstate = "loaded")]
+    fn ready(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
+        match event {
+            Event::Synthesize(s) if guard_text_empty(self, s) => internal!(
+                self,
+                guard_text_empty,
+                effect_reject_empty_text(self, context)
+            ),
+            Event::Synthesize(s) if guard_speed_out_of_range(self, s) => internal!(
+                self,
+                guard_speed_out_of_range,
+                effect_reject_speed(self, s, context)
+            ),
+            Event::Synthesize(s) if guard_voice_unknown(self, s) => internal!(
+                self,
+                guard_voice_unknown,
+                effect_reject_voice(self, s, context)
+            ),
+            Event::Synthesize(s) if guard_request_valid(self, s) => transition!(
+                self,
+                guard_request_valid,
+                effect_prepare_utterance(self, s, context),
+                State::preparing()
+            ),
+            Event::NextChunk | Event::Cancel => {
+                internal!(self, always, effect_reject_not_synthesizing(self, context))
+            }
+            _ => Super,
+        }
+    }
+
+    /// The text was tokenized and the voice selected; waits for `prepare_done` / `prepare_error`.
+    #[state(superstate = "loaded")]
+    fn preparing(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
+        match event {
+            Event::PrepareDone(u) => transition!(
+                self,
+                always,
+                effect_reply_prepared(self, u, context),
+                State::synthesizing(u.take().unwrap_or_default())
+            ),
+            Event::PrepareError(e) => transition!(
+                self,
+                always,
+                effect_reply_prepare_error(self, e, context),
+                State::ready()
+            ),
+            _ => Super,
+        }
+    }
+
+    /// An utterance in flight, between chunks: `next_chunk` runs one, `cancel` drops the rest.
+    #[state(superstate = "loaded")]
+    fn synthesizing(
+        &mut self,
+        utterance: &mut Utterance,
+        context: &mut Sink,
+        event: &Event<'_>,
+    ) -> Outcome<State> {
+        match event {
+            Event::NextChunk => transition!(
+                self,
+                always,
+                effect_run_front(self, utterance, context),
+                State::running_front(take(utterance))
+            ),
+            Event::Cancel => transition!(
+                self,
+                always,
+                effect_cancel(self, utterance, context),
+                State::ready()
+            ),
+            _ => Super,
+        }
+    }
+
+    /// The chunk went through the front stage; waits for `front_done` / `front_error`.
+    #[state(superstate = "loaded")]
+    fn running_front(
+        &mut self,
+        utterance: &mut Utterance,
+        context: &mut Sink,
+        event: &Event<'_>,
+    ) -> Outcome<State> {
+        match event {
+            Event::FrontDone(o) => transition!(
+                self,
+                always,
+                effect_run_back(self, utterance, o, context),
+                State::running_back(take(utterance))
+            ),
+            Event::FrontError(e) => transition!(
+                self,
+                always,
+                effect_reply_chunk_error(self, e, context),
+                State::ready()
+            ),
+            _ => Super,
+        }
+    }
+
+    /// The chunk went through the back stage; waits for `chunk_done` / `chunk_error`.
+    #[state(superstate = "loaded")]
+    fn running_back(
+        &mut self,
+        utterance: &mut Utterance,
+        context: &mut Sink,
+        event: &Event<'_>,
+    ) -> Outcome<State> {
+        match event {
+            Event::ChunkDone(samples) if guard_more_chunks(utterance) => transition!(
+                self,
+                guard_more_chunks,
+                effect_emit_chunk(self, utterance, *samples, context),
+                State::synthesizing(take(utterance))
+            ),
+            Event::ChunkDone(samples) if guard_last_chunk(utterance) => transition!(
+                self,
+                guard_last_chunk,
+                effect_emit_last_chunk(self, utterance, *samples, context),
+                State::ready()
+            ),
+            Event::ChunkError(e) => transition!(
+                self,
+                always,
+                effect_reply_chunk_error(self, e, context),
+                State::ready()
+            ),
+            _ => Super,
+        }
+    }
+
+    /// Loaded: a second `load` and a `synthesize` while busy are rejected.
+    #[superstate(superstate = "tts")]
+    fn loaded(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
+        match event {
+            Event::Load(_) => {
+                internal!(self, always, effect_reject_already_loaded(self, context))
+            }
+            Event::Synthesize(_) => internal!(self, always, effect_reject_busy(self, context)),
+            _ => Super,
+        }
+    }
+
+    /// Diagnostics in every state; anything else unexpected is rejected.
+    #[superstate]
+    fn tts(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
+        match event {
+            Event::CaptureDiagnostics => {
+                internal!(self, always, effect_capture_diagnostics(self, context))
+            }
+            other => internal!(
+                self,
+                always,
+                effect_reject_unexpected(self, other.kind(), context)
+            ),
+        }
+    }
+}
+
+/// The table name of a leaf state.
+pub fn state_name(s: &State) -> &'static str {
+    match s {
+        State::Unloaded {} => "unloaded",
+        State::Loading {} => "loading",
+        State::Ready {} => "ready",
+        State::Preparing {} => "preparing",
+        State::Synthesizing { .. } => "synthesizing",
+        State::RunningFront { .. } => "running_front",
+        State::RunningBack { .. } => "running_back",
+    }
+}
+
+impl KokoroTtsMachine {
+    fn before_dispatch(
+        &mut self,
+        _s: StateOrSuperstate<'_, State, Superstate>,
+        event: &Event<'_>,
+        _c: &mut Sink,
+    ) {
+        self.book.dispatching(event.kind());
+    }
+
+    fn after_transition(&mut self, source: &State, target: &State, _c: &mut Sink) {
+        self.book
+            .transitioned(state_name(source), state_name(target));
+    }
+}
+
+/// The public handle: send an event, get the reply; a chunk's audio stays
+/// readable through [`TtsMachine::audio`] until the next chunk runs.
+pub struct TtsMachine {
+    sm: StateMachine<KokoroTtsMachine>,
+}
+
+impl Default for TtsMachine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TtsMachine {
+    /// A machine in `unloaded`.
+    pub fn new() -> Self {
+        Self {
+            sm: KokoroTtsMachine::default().state_machine(),
+        }
+    }
+
+    /// A machine that logs every edge it takes (for conformance tests).
+    pub fn traced() -> Self {
+        let m = KokoroTtsMachine {
+            book: Bookkeeping::traced(&SPEC),
+            ..Default::default()
+        };
+        Self {
+            sm: m.state_machine(),
+        }
+    }
+
+    /// Step exactly one event, without feeding back the outcome event its
+    /// action raised (left in the returned sink).
+    pub fn step(&mut self, event: &Event<'_>) -> Sink {
+        let mut sink = Sink::default();
+        self.sm.handle_with_context(event, &mut sink);
+        sink
+    }
+
+    /// Feed the outcome event [`Self::step`] left in `sink` (one more step).
+    pub fn step_follow_up(&mut self, sink: &mut Sink) {
+        if let Some(next) = sink.follow_up.take() {
+            self.sm.handle_with_context(&next.into_event(), sink);
+        }
+    }
+
+    /// Handle `event` run-to-completion and return the reply.
+    pub fn handle(&mut self, event: &Event<'_>) -> TtsReply {
+        let mut sink = self.step(event);
+        while let Some(next) = sink.follow_up.take() {
+            self.sm.handle_with_context(&next.into_event(), &mut sink);
+        }
+        sink.reply.unwrap_or_else(|| {
+            TtsReply::Error(TtsError::Unexpected {
+                event: event.kind(),
+                state: self.state(),
+            })
+        })
+    }
+
+    /// Start the lanes and load the stages.
+    pub fn load(&mut self, load: Load) -> TtsReply {
+        self.handle(&Event::Load(load))
+    }
+
+    /// Start an utterance.
+    pub fn synthesize(&mut self, text: &str, voice: &str, speed: f32) -> TtsReply {
+        self.handle(&Event::Synthesize(Synthesize { text, voice, speed }))
+    }
+
+    /// Run the next chunk; its audio is then in [`Self::audio`].
+    pub fn next_chunk(&mut self) -> TtsReply {
+        self.handle(&Event::NextChunk)
+    }
+
+    /// Drop the rest of the utterance.
+    pub fn cancel(&mut self) -> TtsReply {
+        self.handle(&Event::Cancel)
+    }
+
+    /// The last chunk's audio (24 kHz; empty before the first).
+    pub fn audio(&self) -> &[f32] {
+        self.sm
+            .inner()
+            .stages
+            .as_ref()
+            .map_or(&[], |s| s.back.audio())
+    }
+
+    /// The loaded stages, if any.
+    pub fn stages(&self) -> Option<&Stages> {
+        self.sm.inner().stages.as_ref()
+    }
+
+    /// The current leaf state's name.
+    pub fn state(&self) -> &'static str {
+        state_name(self.sm.state())
+    }
+
+    /// The edges taken so far (empty unless built with [`Self::traced`]).
+    pub fn take_trace(&mut self) -> Vec<Fired> {
+        // SAFETY (statig's contract for inner_mut): taking the log does not
+        // touch any state the machine's invariants depend on.
+        unsafe { self.sm.inner_mut().book.take_log() }
+    }
+
+    /// Whether the last event ended without taking any declared edge.
+    pub fn dangling(&self) -> bool {
+        self.sm.inner().book.dangling()
+    }
+}
