@@ -1,18 +1,33 @@
 //! `voxlane speak`, after validation: fetch what is missing (with a
-//! progress bar), phonemize, synthesize chunk by chunk on the lane pool, and
-//! write the WAV atomically (or stream 16-bit PCM to stdout as chunks finish).
+//! progress bar), then speak through the [`crate::tts::Tts`] library (the
+//! `kokoro_tts` machine and its stage machines) chunk by chunk on the lane
+//! pool, and write the WAV atomically (or stream 16-bit PCM to stdout as
+//! chunks finish).
 
 use super::fetch::fetch_models;
 use super::speak::SpeakRequest;
 use super::CliError;
+use crate::kokoro_tts::TtsError;
+use crate::tts::{SynthOptions, Tts, TtsPaths, SAMPLE_RATE};
 use std::io::Write;
-use voxlane_actors::tts::frontend::vocab::Vocab;
-use voxlane_actors::tts::frontend::Frontend;
-use voxlane_actors::tts::kokoro::pipeline::{KokoroTts, SAMPLE_RATE};
-use voxlane_actors::tts::voices::Voices;
+use voxlane_actors::tts::kokoro::graph::KokoroError;
 use voxlane_runtime::fetch::Fetcher;
 use voxlane_runtime::io::wav::{encode_pcm16, write_wav};
-use voxlane_runtime::{LanePool, PoolOptions};
+use voxlane_runtime::PoolOptions;
+
+impl From<TtsError> for CliError {
+    fn from(e: TtsError) -> Self {
+        match e {
+            TtsError::EmptyText => Self::EmptyText,
+            TtsError::Speed(s) => Self::Speed(s),
+            TtsError::Voice(v) => Self::Voice(v),
+            TtsError::Frontend(f) => Self::Frontend(f),
+            TtsError::Model(k) => Self::Model(k),
+            TtsError::Threads(p) => Self::Threads(p.to_string()),
+            other => Self::Model(KokoroError::Input(other.to_string())),
+        }
+    }
+}
 
 /// Speak `req`: progress and notes go to `log`, streamed PCM to `pcm_out`.
 pub fn speak(
@@ -30,28 +45,33 @@ pub fn speak(
             ))
         }
     };
-    let model = req.model.clone().unwrap_or(model);
-    let voices = Voices::open(req.voices.clone().unwrap_or(voices))?;
-    let pack = voices.select(&req.voice)?;
-    let frontend = Frontend::new(Vocab::load(vocab)?);
-    let tokenized = frontend.tokenize(&req.text)?;
-    if !tokenized.dropped.is_empty() {
+    let paths = TtsPaths {
+        model: req.model.clone().unwrap_or(model),
+        vocab,
+        voices: req.voices.clone().unwrap_or(voices),
+    };
+    let mut tts = Tts::load_with(
+        &paths,
+        PoolOptions {
+            threads: req.threads,
+            pin: req.pin,
+        },
+    )?;
+    let options = SynthOptions {
+        voice: req.voice.clone(),
+        speed: req.speed,
+    };
+    let mut synthesis = tts.synthesize(&req.text, &options)?;
+    if !synthesis.dropped().is_empty() {
         writeln!(
             log,
             "note: dropped phonemes not in the vocab: {:?}",
-            tokenized.dropped
+            synthesis.dropped()
         )?;
     }
-    let pool = LanePool::with_options(PoolOptions {
-        threads: req.threads,
-        pin: req.pin,
-    })
-    .map_err(|e| CliError::Threads(e.to_string()))?;
-    let mut tts = KokoroTts::open(&model)?;
     let mut audio = Vec::new();
-    for chunk in &tokenized.chunks {
-        let style = pack.style(chunk.len_unpadded())?;
-        let pcm = tts.synthesize(&chunk.tokens, &style.0, req.speed, &pool)?;
+    while let Some(pcm) = synthesis.next_chunk() {
+        let pcm = pcm?;
         if req.stream {
             pcm_out.write_all(&encode_pcm16(pcm))?;
             pcm_out.flush()?;
