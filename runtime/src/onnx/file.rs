@@ -33,7 +33,8 @@ pub struct OnnxModel {
 }
 
 impl OnnxModel {
-    /// Map `path` and decode it (structure only: payloads are not copied).
+    /// Map `path` and decode it (structure only: payloads are not copied):
+    /// an ONNX file, or its voxlane conversion ([`super::voxlane::convert`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, OnnxError> {
         let path = path.as_ref().to_path_buf();
         let io = |source| OnnxError::Io {
@@ -59,7 +60,13 @@ impl OnnxModel {
     }
 
     fn decode(path: PathBuf, data: Backing) -> Result<Self, OnnxError> {
-        match parse_model(data.bytes()) {
+        let bytes = data.bytes();
+        let decoded = if super::voxlane::looks_like_safetensors(bytes) {
+            super::voxlane::decode(bytes)
+        } else {
+            parse_model(bytes)
+        };
+        match decoded {
             Ok((info, graph)) => Ok(Self {
                 path,
                 data,

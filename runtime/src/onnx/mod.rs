@@ -12,6 +12,7 @@ pub mod file;
 pub mod model;
 mod parse;
 pub mod tensor;
+pub mod voxlane;
 pub mod wire;
 
 pub use dtype::DataType;
@@ -21,6 +22,7 @@ pub use model::{
     AttrValue, Attribute, Dim, Graph, ModelInfo, Node, OpsetId, TensorInfo, ValueInfo,
 };
 pub use tensor::Tensor;
+pub use voxlane::{convert, Converted};
 
 #[cfg(test)]
 mod tests;

@@ -114,6 +114,19 @@ impl<'a> Tensor<'a> {
         })
     }
 
+    /// Bit patterns of a half-precision tensor kept in `int32_data`.
+    pub(crate) fn to_i64_bits(&self) -> Result<Vec<i64>, OnnxError> {
+        match self.elems {
+            Elems::I32(v) => Ok(v.iter().map(|&x| i64::from(x as u16)).collect()),
+            Elems::Raw(b) => Ok(le2(b).map(i64::from).collect()),
+            Elems::Empty => Ok(Vec::new()),
+            _ => Err(self.unsupported(format!(
+                "{} bits are not stored as integers",
+                self.data_type
+            ))),
+        }
+    }
+
     /// Every element of an integer (or bool) tensor as i64, copied.
     pub fn to_i64(&self) -> Result<Vec<i64>, OnnxError> {
         let t = self.data_type;

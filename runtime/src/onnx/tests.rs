@@ -226,8 +226,10 @@ fn bad_files_are_named() {
     let e = err(b"RIFF\x24\x00\x00\x00WAVEfmt this is a wav file".to_vec());
     assert!(matches!(e, OnnxError::NotOnnx { .. }), "{e}");
     // A safetensors file: 8-byte header length, then JSON.
-    let mut st = 60u64.to_le_bytes().to_vec();
-    st.extend(br#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}    "#);
+    let head = br#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}"#;
+    let mut st = (head.len() as u64).to_le_bytes().to_vec();
+    st.extend(head);
+    st.extend([0u8; 4]);
     let e = err(st);
     assert!(matches!(e, OnnxError::NotOnnx { .. }), "{e}");
     assert!(e.to_string().contains("not an ONNX model"), "{e}");
@@ -344,4 +346,106 @@ fn reads_the_cached_kokoro_model() {
         .filter(|n| n.op_type == "ConvInteger")
         .count();
     assert_eq!(n, 87);
+}
+
+/// Every tensor of `a` (initializers and attribute tensors) equals `b`'s, bytes and type.
+fn same_tensors(a: &OnnxModel, b: &OnnxModel) {
+    assert_eq!(a.info(), b.info());
+    let (ga, gb) = (a.graph(), b.graph());
+    assert_eq!(ga.name, gb.name);
+    assert_eq!(ga.inputs, gb.inputs);
+    assert_eq!(ga.outputs, gb.outputs);
+    assert_eq!(ga.nodes.len(), gb.nodes.len());
+    for (na, nb) in ga.nodes.iter().zip(&gb.nodes) {
+        assert_eq!(
+            (&na.name, &na.op_type, &na.domain, &na.inputs, &na.outputs),
+            (&nb.name, &nb.op_type, &nb.domain, &nb.inputs, &nb.outputs)
+        );
+        assert_eq!(na.attributes.len(), nb.attributes.len());
+        for (x, y) in na.attributes.iter().zip(&nb.attributes) {
+            match (&x.value, &y.value) {
+                (AttrValue::Tensor(tx), AttrValue::Tensor(ty)) => {
+                    let (vx, vy) = (a.view(tx), b.view(ty));
+                    assert_eq!((vx.dims, vx.data_type), (vy.dims, vy.data_type));
+                    assert_eq!(vx.to_f32().unwrap(), vy.to_f32().unwrap());
+                }
+                (vx, vy) => assert_eq!(vx, vy, "attribute {} of {}", x.name, na.name),
+            }
+        }
+    }
+    assert_eq!(ga.initializers.len(), gb.initializers.len());
+    for (ta, tb) in a.initializers().zip(b.initializers()) {
+        assert_eq!(
+            (ta.name, ta.dims, ta.data_type),
+            (tb.name, tb.dims, tb.data_type)
+        );
+        // Converted payloads are always raw little-endian bytes.
+        assert!(tb.raw().is_some(), "{}", tb.name);
+        match ta.raw() {
+            Some(r) => assert_eq!(r, tb.raw().unwrap(), "{}", ta.name),
+            None => assert_eq!(ta.to_f32().unwrap(), tb.to_f32().unwrap(), "{}", ta.name),
+        }
+    }
+}
+
+#[test]
+fn voxlane_conversion_round_trips_and_rejects_bad_files() {
+    let dir = std::env::temp_dir().join(format!("voxlane-onnx-convert-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = OnnxModel::from_bytes(small_model(), "small.onnx").unwrap();
+    let out = dir.join("small.vxw");
+    let done = crate::onnx::convert(&m, &out, &[("voxlane.source", "small.onnx")]).unwrap();
+    assert_eq!(done.nodes, 3);
+    assert_eq!(
+        done.tensors,
+        5 + 1,
+        "5 initializers and the Constant's value"
+    );
+    let c = OnnxModel::open(&out).unwrap();
+    same_tensors(&m, &c);
+    assert_eq!(
+        c.require("conv.weight_quantized").unwrap().as_i8().unwrap(),
+        &[1, -1, 3, 4, 5, -128]
+    );
+
+    // Truncated: every cut is a typed error, never a panic.
+    let full = std::fs::read(&out).unwrap();
+    for cut in [9, full.len() / 2, full.len() - 1] {
+        let e = OnnxModel::from_bytes(full[..cut].to_vec(), "cut.vxw").unwrap_err();
+        assert!(
+            matches!(e, OnnxError::Truncated { .. } | OnnxError::Malformed { .. }),
+            "cut {cut}: {e}"
+        );
+    }
+    // A safetensors file that is not a voxlane graph (e.g. a Mimi checkpoint).
+    let foreign = dir.join("foreign.safetensors");
+    crate::weights::write_safetensors(
+        &foreign,
+        &[("w", crate::weights::TensorData::F32(vec![1.0]), vec![1])],
+        &[],
+    )
+    .unwrap();
+    let e = OnnxModel::open(&foreign).unwrap_err();
+    assert!(matches!(e, OnnxError::NotOnnx { .. }), "{e}");
+    assert!(e.to_string().contains("voxlane.format"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The real export converts losslessly.
+#[test]
+fn converts_the_cached_kokoro_model() {
+    let Ok(home) = crate::fetch::voxlane_home() else {
+        return;
+    };
+    let path = home.join(crate::fetch::catalog::KOKORO_INT8.file);
+    if !path.is_file() {
+        eprintln!("note: {} absent; skipping", path.display());
+        return;
+    }
+    let m = OnnxModel::open(&path).unwrap();
+    let out = std::env::temp_dir().join(format!("voxlane-kokoro-{}.vxw", std::process::id()));
+    crate::onnx::convert(&m, &out, &[]).unwrap();
+    let c = OnnxModel::open(&out).unwrap();
+    same_tensors(&m, &c);
+    std::fs::remove_file(&out).unwrap();
 }
