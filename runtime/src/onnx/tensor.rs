@@ -115,7 +115,7 @@ impl<'a> Tensor<'a> {
     }
 
     /// Bit patterns of a half-precision tensor kept in `int32_data`.
-    pub(crate) fn to_i64_bits(&self) -> Result<Vec<i64>, OnnxError> {
+    pub(crate) fn half_bits(&self) -> Result<Vec<i64>, OnnxError> {
         match self.elems {
             Elems::I32(v) => Ok(v.iter().map(|&x| i64::from(x as u16)).collect()),
             Elems::Raw(b) => Ok(le2(b).map(i64::from).collect()),

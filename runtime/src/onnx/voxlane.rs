@@ -55,7 +55,7 @@ fn raw_bytes(t: &Tensor<'_>) -> Result<Vec<u8>, OnnxError> {
             ))
         }
         DataType::Float16 | DataType::Bfloat16 => t
-            .to_i64_bits()?
+            .half_bits()?
             .iter()
             .flat_map(|&v| (v as u16).to_le_bytes())
             .collect(),
