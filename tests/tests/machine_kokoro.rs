@@ -1083,3 +1083,50 @@ fn kokoro_tts_matches_its_table() {
     record(&tts::SPEC, m.take_trace(), &mut log);
     assert_all_reached(&tts::SPEC, &log);
 }
+
+// ---------------------------------------------------------------- random sequences
+
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn kokoro_frontend_random_sequences_stay_declared(
+        seq in proptest::collection::vec((0usize..13, any::<bool>()), 1..16)
+    ) {
+        let vocab = paths().vocab.clone();
+        let long = "a ".repeat(60_000);
+        let mut m = FrontendStage::traced();
+        for (i, step_only) in seq {
+            let e = fe_event(i, &long, &vocab);
+            let reply = if step_only { m.step(&e).reply } else { Some(m.handle(&e)) };
+            prop_assert!(!m.dangling());
+            prop_assert!(frontend::SPEC.leaf_states().any(|s| s == m.state()));
+            if let Some(frontend::Reply::Error(e)) = reply {
+                prop_assert!(!e.reason().is_empty());
+            }
+            assert_declared(&frontend::SPEC, &m.take_trace());
+        }
+    }
+
+    #[test]
+    fn kokoro_tts_random_sequences_stay_declared(
+        seq in proptest::collection::vec((0usize..TTS_EVENTS, any::<bool>()), 1..12)
+    ) {
+        let foreign = foreign_model();
+        let mut m = tts_machine();
+        tts_to_ready(&mut m);
+        let _ = m.take_trace();
+        for (i, step_only) in seq {
+            let e = tts_event(i, &foreign);
+            let reply = if step_only { m.step(&e).reply } else { Some(m.handle(&e)) };
+            prop_assert!(!m.dangling());
+            prop_assert!(tts::SPEC.leaf_states().any(|s| s == m.state()));
+            if let Some(TtsReply::Error(e)) = reply {
+                prop_assert!(!e.reason().is_empty());
+            }
+            assert_declared(&tts::SPEC, &m.take_trace());
+        }
+        tts_to_ready(&mut m);
+    }
+}
