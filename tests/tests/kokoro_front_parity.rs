@@ -105,11 +105,11 @@ fn durations_from_reference_d_en_are_exact() {
     }
 }
 
-/// End to end. PL-BERT is 12 passes of one int8 layer: a last-bit float
-/// difference (LayerNorm, softmax, tanh are not onnxruntime's MLAS kernels
-/// bit for bit) moves an activation across a quantization step now and then,
-/// and the 12 passes amplify it (d_en corr ≈ 0.99). Durations then round
-/// differently on a few tokens, never by more than 1.
+/// End to end. PL-BERT is 12 passes of one int8 layer, so a last-bit float
+/// difference anywhere would move activations across quantization steps and
+/// grow (d_en corr ≈ 0.99 with generic LayerNorm/softmax/tanh); with every
+/// float op following onnxruntime's kernels `d_en` is bit-exact, and at least
+/// 95% of durations must be equal, the rest within ±1.
 #[test]
 fn durations_match_onnxruntime() {
     let pool = LanePool::new(2).expect("pool");
@@ -134,18 +134,18 @@ fn durations_match_onnxruntime() {
             .fold(0.0f32, f32::max);
         let (corr, max) = compare(&out.d_en, &f32s(i, "d_en"));
         eprintln!(
-            "case{i}: durations equal {equal}/{} (worst |Δ| {worst}), frames {} vs {}; d_en corr {corr:.6} max|Δ| {max:.4}",
+            "case{i}: durations equal {equal}/{} (worst |Δ| {worst}), frames {} vs {}; d_en corr {corr:.6} max|Δ| {max:e}",
             want.len(),
             out.frames(),
             c.durations.iter().sum::<usize>()
         );
         assert!(
-            equal * 100 >= 85 * want.len(),
+            equal * 100 >= 95 * want.len(),
             "case{i}: only {equal}/{} durations equal",
             want.len()
         );
         assert!(worst <= 1.0, "case{i}: a duration is off by {worst}");
-        assert!(corr >= 0.98, "case{i}: d_en correlation {corr}");
+        assert!(corr >= 0.9999, "case{i}: d_en correlation {corr}");
     }
 }
 

@@ -8,23 +8,23 @@
 //! `dense` + residual + LayerNorm, FastGelu FFN 768 → 2048 → 768 +
 //! SkipLayerNorm; then `bert_encoder` (768 → 512).
 //!
-//! Parity: every int8 GEMM equals onnxruntime's bit for bit, but LayerNorm,
-//! softmax and FastGelu's tanh are not MLAS's kernels bit for bit (last-bit
-//! differences). Now and then such a difference moves an activation across a
-//! quantization step of the next layer's `DynamicQuantizeLinear`, and 12
-//! passes of the shared layer amplify it: `d_en` correlates ≈ 0.99 with
-//! onnxruntime's (each layer alone matches to ~1e-5), enough to round a few
-//! durations differently (by 1).
+//! Parity: `d_en` equals onnxruntime's (1.32, CPU) bit for bit. The int8
+//! GEMMs are exact anyway, but 12 passes of one int8 layer turn any last-bit
+//! float difference into different `DynamicQuantizeLinear` steps (a
+//! correlation of only ≈ 0.99 with a generic LayerNorm/softmax/tanh), so every
+//! float op follows the kernel onnxruntime runs (see [`super::pointwise`]):
+//! `LayerNormalization` is MLAS's AVX2 kernel (f64 mean, FMA variance,
+//! `fma((x − μ)·inv, γ, β)`), `SkipLayerNormalization` a scalar f32 Welford
+//! pass with a division, softmax MLAS's AVX-512F sum-exp kernel, `FastGelu`
+//! MLAS's FMA3 tanh, and both attention MatMuls MLAS SGEMM's FMA chains (the
+//! `·v` one in K slices of 256).
 
 use voxlane_runtime::Fork;
 
 use super::graph::{KokoroError, KokoroGraph, LayerNormParams, QEmbedding};
+use super::pointwise;
 use super::quant::QLinear;
-use crate::kernels::cpu::simd_level;
-use crate::kernels::elementwise::fast_math::{exp_inplace, tanh_inplace};
-use crate::kernels::elementwise::norms::layer_norm;
 use crate::kernels::matmul::MatmulWorkspace;
-use crate::kernels::sgemm::{sgemm, MatRef};
 
 /// Hidden width of the ALBERT layer.
 pub const HIDDEN: usize = 768;
@@ -93,20 +93,30 @@ impl Albert {
         let v = g.qlinear(&format!("{LAYER}/attention/value/MatMul_quant"))?;
         let gelu = g.node_op("FastGelu", "FastGelu")?;
         let ffn_bias = g.f32s(&g.input_tensor(gelu, 1)?)?;
+        crate::kernels::error::check_len("ffn bias", FFN, ffn_bias.len())?;
+        let norm = |name: &str, dim: usize| -> Result<LayerNormParams, KokoroError> {
+            let n = g.layer_norm(name)?;
+            crate::kernels::error::check_len("layer norm gamma", dim, n.gamma.len())?;
+            crate::kernels::error::check_len("layer norm beta", dim, n.beta.len())?;
+            Ok(n)
+        };
         Ok(Self {
             word: g.embedding(&format!("{emb}/word_embeddings/Gather_quant"))?,
             position: g.embedding(&format!("{emb}/position_embeddings/Gather_quant"))?,
             token_type: g.embedding(&format!("{emb}/token_type_embeddings/Gather_quant"))?,
-            emb_norm: g.layer_norm(&format!("{emb}/LayerNorm/LayerNormalization"))?,
+            emb_norm: norm(&format!("{emb}/LayerNorm/LayerNormalization"), EMBED)?,
             mapping_in: g
                 .qlinear("/encoder/bert/encoder/embedding_hidden_mapping_in/MatMul_quant")?,
             qkv: QLinear::concat_outputs(&[&q, &k, &v])?,
             dense: g.qlinear(&format!("{LAYER}/attention/dense/MatMul_quant"))?,
-            attn_norm: g.layer_norm(&format!("{LAYER}/attention/LayerNorm/LayerNormalization"))?,
+            attn_norm: norm(
+                &format!("{LAYER}/attention/LayerNorm/LayerNormalization"),
+                HIDDEN,
+            )?,
             ffn: g.qlinear(&format!("{LAYER}/ffn/MatMul_quant"))?,
             ffn_bias,
             ffn_out: g.qlinear(&format!("{LAYER}/ffn_output/MatMul_quant"))?,
-            full_norm: g.layer_norm("SkipLayerNormalization")?,
+            full_norm: norm("SkipLayerNormalization", HIDDEN)?,
             bert_encoder: g.qlinear("/encoder/bert_encoder/MatMul_quant")?,
         })
     }
@@ -145,7 +155,6 @@ impl Albert {
             )));
         }
         crate::kernels::error::check_len("d_en", t * D_EN, d_en.len())?;
-        let level = simd_level();
         // Embeddings: (word + token_type) + position, then LayerNorm.
         let emb = sized(&mut ws.emb, t * EMBED);
         let mut tt = vec![0.0f32; EMBED];
@@ -160,7 +169,7 @@ impl Albert {
             }
         }
         let n = &self.emb_norm;
-        layer_norm(level, emb, EMBED, Some(&n.gamma), Some(&n.beta), n.eps)?;
+        pointwise::layer_norm(emb, EMBED, &n.gamma, &n.beta, n.eps);
         let hidden = sized(&mut ws.hidden, t * HIDDEN);
         self.mapping_in.forward(pool, emb, t, hidden, &mut ws.mm)?;
         for _ in 0..LAYERS {
@@ -175,17 +184,17 @@ impl Albert {
                 *a += *h;
             }
             let n = &self.attn_norm;
-            layer_norm(level, attn, HIDDEN, Some(&n.gamma), Some(&n.beta), n.eps)?;
+            pointwise::layer_norm(attn, HIDDEN, &n.gamma, &n.beta, n.eps);
             let ffn = sized(&mut ws.ffn, t * FFN);
             self.ffn.forward(pool, attn, t, ffn, &mut ws.mm)?;
-            fast_gelu(ffn, &self.ffn_bias);
+            pointwise::fast_gelu(ffn, &self.ffn_bias);
             let out = sized(&mut ws.ffn_out, t * HIDDEN);
             self.ffn_out.forward(pool, ffn, t, out, &mut ws.mm)?;
             for (h, (o, a)) in hidden.iter_mut().zip(out.iter().zip(attn.iter())) {
                 *h = *o + *a;
             }
             let n = &self.full_norm;
-            layer_norm(level, hidden, HIDDEN, Some(&n.gamma), Some(&n.beta), n.eps)?;
+            pointwise::skip_layer_norm(hidden, HIDDEN, &n.gamma, &n.beta, n.eps);
         }
         self.bert_encoder
             .forward(pool, hidden, t, d_en, &mut ws.mm)?;
@@ -193,94 +202,38 @@ impl Albert {
     }
 }
 
-/// onnxruntime's FastGelu with bias: `x = v + b`, `0.5·x·(1 + tanh(x·(α + β·x²)))`.
-fn fast_gelu(v: &mut [f32], bias: &[f32]) {
-    const ALPHA: f32 = 0.797_884_6;
-    const BETA: f32 = 0.035_677_407;
-    let level = simd_level();
-    let mut th = [0.0f32; FFN];
-    for row in v.chunks_exact_mut(bias.len()) {
-        for (x, b) in row.iter_mut().zip(bias) {
-            *x += b;
-        }
-        let th = &mut th[..row.len()];
-        for (t, &x) in th.iter_mut().zip(row.iter()) {
-            *t = x * (ALPHA + BETA * x * x);
-        }
-        tanh_inplace(level, th);
-        for (x, t) in row.iter_mut().zip(th.iter()) {
-            *x = 0.5 * *x * (*t + 1.0);
-        }
-    }
-}
-
 /// Softmax attention of all 12 heads: `qkv [T, 3·768]` → `ctx [T, 768]`.
 ///
-/// Per head: `P = softmax(q·kᵀ)` and `P·v` on the sgemm kernel. Heads run in
-/// parallel (one chunk each, each computed the same way whatever the
-/// budget), so the result is budget-independent.
+/// Per head: `P = softmax(q·kᵀ)` and `P·v` exactly as onnxruntime's MatMul /
+/// Softmax / MatMul ([`pointwise::attention_head`]). Heads run in parallel
+/// (one chunk each, each computed the same way whatever the budget), so the
+/// result is budget-independent.
 fn attention(pool: &impl Fork, qkv: &[f32], t: usize, ctx: &mut [f32]) -> Result<(), KokoroError> {
     // The export scales q and k each by √(1/√d) (Cast → Sqrt → Div → Sqrt).
     let s = (1.0f32 / (HEAD_DIM as f32).sqrt()).sqrt();
-    let level = simd_level();
     let mut heads = vec![0.0f32; HEADS * t * HEAD_DIM];
-    let failed = std::sync::Mutex::new(None);
     pool.for_each_chunk_mut(&mut heads, t * HEAD_DIM, |h, out| {
-        let gather = |base: usize| -> Vec<f32> {
-            (0..t)
-                .flat_map(|r| qkv[r * 3 * HIDDEN + base + h * HEAD_DIM..][..HEAD_DIM].iter())
-                .map(|v| v * s)
-                .collect()
-        };
-        let (q, k) = (gather(0), gather(HIDDEN));
-        let mut p = vec![0.0f32; t * t];
-        let v = MatRef {
-            data: &qkv[2 * HIDDEN + h * HEAD_DIM..],
-            row_stride: 3 * HIDDEN,
-            col_stride: 1,
-        };
-        let res = sgemm(
-            t,
-            t,
-            HEAD_DIM,
-            MatRef::row_major(&q, HEAD_DIM),
-            MatRef::transposed(&k, HEAD_DIM),
-            &mut p,
-            t,
-            false,
-        )
-        .and_then(|()| {
-            for row in p.chunks_exact_mut(t) {
-                let max = row.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
-                for x in row.iter_mut() {
-                    *x -= max;
-                }
-                exp_inplace(level, row);
-                let inv = 1.0 / row.iter().sum::<f32>();
-                for x in row.iter_mut() {
-                    *x *= inv;
-                }
-            }
-            sgemm(
-                t,
-                HEAD_DIM,
-                t,
-                MatRef::row_major(&p, t),
-                v,
-                out,
-                HEAD_DIM,
-                false,
-            )
-        });
-        if let Err(e) = res {
-            if let Ok(mut f) = failed.lock() {
-                *f = Some(e);
+        let mut q = vec![0.0f32; t * HEAD_DIM];
+        let mut kt = vec![0.0f32; HEAD_DIM * t];
+        for r in 0..t {
+            let row = &qkv[r * 3 * HIDDEN..(r + 1) * 3 * HIDDEN];
+            for d in 0..HEAD_DIM {
+                q[r * HEAD_DIM + d] = row[h * HEAD_DIM + d] * s;
+                kt[d * t + r] = row[HIDDEN + h * HEAD_DIM + d] * s;
             }
         }
+        let mut p = vec![0.0f32; t * t];
+        pointwise::attention_head(
+            &q,
+            &kt,
+            &qkv[2 * HIDDEN + h * HEAD_DIM..],
+            3 * HIDDEN,
+            t,
+            HEAD_DIM,
+            &mut p,
+            out,
+        );
     })?;
-    if let Some(e) = failed.into_inner().ok().flatten() {
-        return Err(e.into());
-    }
     for (h, head) in heads.chunks_exact(t * HEAD_DIM).enumerate() {
         for (i, row) in head.chunks_exact(HEAD_DIM).enumerate() {
             ctx[i * HIDDEN + h * HEAD_DIM..][..HEAD_DIM].copy_from_slice(row);

@@ -1,10 +1,13 @@
-//! The back half's small pointwise loops, compiled once per SIMD level.
+//! Kokoro's small pointwise loops (back half) and PL-BERT's onnxruntime-exact
+//! row kernels (LayerNorm, SkipLayerNorm, FastGelu, softmax attention),
+//! compiled once per SIMD level.
 //!
 //! Each loop is plain Rust written so LLVM vectorises it; [`dispatch!`]
 //! instantiates it inside a `#[target_feature]` trampoline for AVX-512 and
 //! AVX2 (the crate itself targets baseline x86-64). Rust never contracts
-//! `a·b + c` into an FMA, so every route performs the same IEEE operations
-//! and returns the same bits.
+//! `a·b + c` into an FMA; where onnxruntime fuses, the code says so with
+//! `mul_add` (an FMA instruction on those routes, exact `fmaf` elsewhere), so
+//! every route performs the same IEEE operations and returns the same bits.
 
 use crate::kernels::cpu::{simd_level, SimdLevel};
 
@@ -123,6 +126,256 @@ pub fn add_div(a: &mut [f32], b: &[f32], d: f32) {
     })
 }
 
+/// onnxruntime's `LayerNormalization` (float, last axis) on each `dim`-row of
+/// `x`, bit for bit: MLAS's AVX2 LayerNorm kernel (`MlasLayerNormKernelAvx2`,
+/// which onnxruntime 1.32 runs on AVX2 CPUs for rows of 8 or more).
+///
+/// * mean: `x` widened to f64 in 4 lanes, lanes reduced `(l0 + l2) + (l1 + l3)`,
+///   `/ n` in f64, rounded to f32;
+/// * variance: `Σ (x − mean)²` in 8 f32 lanes with FMA, reduced
+///   `((v0+v4) + (v2+v6)) + ((v1+v5) + (v3+v7))`, then `/ n`;
+/// * `inv = 1 / sqrt(var + eps)`, `y = fma((x − mean) · inv, γ, β)`.
+///
+/// Rows that are not a multiple of 8 finish with a plain scalar tail (never
+/// the case for Kokoro's 128/768-wide rows).
+pub fn layer_norm(x: &mut [f32], dim: usize, gamma: &[f32], beta: &[f32], eps: f32) {
+    dispatch!(layer_norm(x: &mut [f32], dim: usize, gamma: &[f32], beta: &[f32], eps: f32) {
+        if dim == 0 || gamma.len() < dim || beta.len() < dim {
+            return;
+        }
+        let n = dim as f32;
+        for row in x.chunks_exact_mut(dim) {
+            let mut d = [0.0f64; 4];
+            let mut it = row.chunks_exact(4);
+            for c in &mut it {
+                for j in 0..4 {
+                    d[j] += f64::from(c[j]);
+                }
+            }
+            let mut dsum = (d[0] + d[2]) + (d[1] + d[3]);
+            for &v in it.remainder() {
+                dsum += f64::from(v);
+            }
+            let mean = (dsum / dim as f64) as f32;
+            let mut v = [0.0f32; 8];
+            let mut it = row.chunks_exact(8);
+            for c in &mut it {
+                for j in 0..8 {
+                    let e = c[j] - mean;
+                    v[j] = e.mul_add(e, v[j]);
+                }
+            }
+            let r = [v[0] + v[4], v[1] + v[5], v[2] + v[6], v[3] + v[7]];
+            let mut var = (r[0] + r[2]) + (r[1] + r[3]);
+            for &x in it.remainder() {
+                let e = x - mean;
+                var += e * e;
+            }
+            let inv = 1.0 / (var / n + eps).sqrt();
+            for ((y, &g), &b) in row.iter_mut().zip(gamma).zip(beta) {
+                *y = ((*y - mean) * inv).mul_add(g, b);
+            }
+        }
+    })
+}
+
+/// onnxruntime's com.microsoft `SkipLayerNormalization` (float, no bias) on
+/// rows of `x` that already hold `input + skip`, bit for bit: a scalar
+/// Welford pass in f32 (`mean += d / k`, `m2 += d · (x − mean)`), then
+/// `y = ((x − mean) / sqrt(m2 / n + eps)) · γ + β` without FMA.
+pub fn skip_layer_norm(x: &mut [f32], dim: usize, gamma: &[f32], beta: &[f32], eps: f32) {
+    if dim == 0 {
+        return;
+    }
+    for row in x.chunks_exact_mut(dim) {
+        let (mut mean, mut m2) = (0.0f32, 0.0f32);
+        for (k, &v) in row.iter().enumerate() {
+            let d = v - mean;
+            mean += d / (k + 1) as f32;
+            m2 += d * (v - mean);
+        }
+        let den = (m2 / dim as f32 + eps).sqrt();
+        for ((y, &g), &b) in row.iter_mut().zip(gamma).zip(beta) {
+            *y = (*y - mean) / den * g + b;
+        }
+    }
+}
+
+// MLAS's `MlasTanhKernelFma3` rational approximation (Eigen's coefficients).
+#[allow(clippy::excessive_precision)]
+const TANH_ALPHA: [f32; 7] = [
+    -2.760_768_477_423_55e-16,
+    2.000_187_904_824_77e-13,
+    -8.604_671_522_137_35e-11,
+    5.122_297_090_371_14e-08,
+    1.485_722_357_179_79e-05,
+    6.372_619_288_754_36e-04,
+    4.893_524_558_917_86e-03,
+];
+#[allow(clippy::excessive_precision)]
+const TANH_BETA: [f32; 4] = [
+    1.198_258_394_667_02e-06,
+    1.185_347_056_866_54e-04,
+    2.268_434_632_439_00e-03,
+    4.893_525_185_543_85e-03,
+];
+
+/// onnxruntime's `FastGelu` with bias on `[rows, bias.len()]`, bit for bit:
+/// `v = x + b`, `u = v · ((C·v)·v + B)`, MLAS's FMA3 `tanh(u)` (clamp to
+/// ±9, odd degree-13 / even degree-6 rational with FMA steps, one division),
+/// then `(v · 0.5) · (tanh + 1)`.
+pub fn fast_gelu(x: &mut [f32], bias: &[f32]) {
+    dispatch!(fast_gelu(x: &mut [f32], bias: &[f32]) {
+        // The kernel's `static constexpr float` constants.
+        #[allow(clippy::excessive_precision)]
+        const B: f32 = 0.797_884_560_802_865_4;
+        #[allow(clippy::excessive_precision)]
+        const C: f32 = 0.035_677_408_136_300_125;
+        if bias.is_empty() {
+            return;
+        }
+        for row in x.chunks_exact_mut(bias.len()) {
+            for (y, &b) in row.iter_mut().zip(bias) {
+                let v = *y + b;
+                let u = v * (C * v * v + B);
+                let t = u.clamp(-9.0, 9.0);
+                let t2 = t * t;
+                let mut p = t2.mul_add(TANH_ALPHA[0], TANH_ALPHA[1]);
+                for &a in &TANH_ALPHA[2..] {
+                    p = p.mul_add(t2, a);
+                }
+                let p = p * t;
+                let mut q = t2.mul_add(TANH_BETA[0], TANH_BETA[1]);
+                for &c in &TANH_BETA[2..] {
+                    q = q.mul_add(t2, c);
+                }
+                *y = (v * 0.5) * (p / q + 1.0);
+            }
+        }
+    })
+}
+
+/// MLAS's exp constants (`MlasExpConstants`), as bits.
+const EXP_LOWER: u32 = 0xc2cf_f1b5; // -103.9720840454
+const EXP_BIAS: u32 = 0x4b40_0000; // 1.5 · 2²³
+const EXP_LOG2E: u32 = 0x3fb8_aa3b;
+const EXP_LN2_HI: u32 = 0xbf31_7200; // −ln 2, high part
+const EXP_LN2_LO: u32 = 0xb5bf_be8e; // −ln 2, low part
+const EXP_POLY: [u32; 5] = [
+    0x3ab4_a000,
+    0x3c09_2f6e,
+    0x3d2a_adad,
+    0x3e2a_aa28,
+    0x3eff_fffb,
+];
+
+/// onnxruntime's `Softmax` (float, last axis) of each `dim`-row of `x`, bit
+/// for bit: MLAS's AVX-512F route (`MlasComputeSumExpF32KernelAvx512F`):
+/// `e = exp(x − max)` (clamp, `m = fma(x, log2e, 1.5·2²³) − 1.5·2²³`, two-step
+/// FMA range reduction, degree-6 FMA polynomial, `vscalefps` by `2^m`),
+/// summed in 16 lanes (48 elements per step as three 16-lane adds, then
+/// masked 16-lane steps), lanes reduced `hi + lo` then pairwise
+/// (`vhaddps` twice), and each `e` multiplied by `1 / sum`.
+pub fn softmax(x: &mut [f32], dim: usize) {
+    dispatch!(softmax(x: &mut [f32], dim: usize) {
+        if dim == 0 {
+            return;
+        }
+        let lower = f32::from_bits(EXP_LOWER);
+        let bias = f32::from_bits(EXP_BIAS);
+        let log2e = f32::from_bits(EXP_LOG2E);
+        let (hi, lo) = (f32::from_bits(EXP_LN2_HI), f32::from_bits(EXP_LN2_LO));
+        let poly = EXP_POLY.map(f32::from_bits);
+        for row in x.chunks_exact_mut(dim) {
+            let max = row.iter().fold(f32::MIN, |m, &v| if v > m { v } else { m });
+            let neg = -max;
+            let mut acc = [0.0f32; 16];
+            for chunk in row.chunks_mut(16) {
+                for (a, y) in acc.iter_mut().zip(chunk.iter_mut()) {
+                    let v = (*y + neg).max(lower);
+                    let m = v.mul_add(log2e, bias) - bias;
+                    let r = m.mul_add(hi, v);
+                    let r = m.mul_add(lo, r);
+                    let mut p = poly[0];
+                    for &c in &poly[1..] {
+                        p = p.mul_add(r, c);
+                    }
+                    p = p.mul_add(r, 1.0);
+                    p = p.mul_add(r, 1.0);
+                    // vscalefps: p · 2^m rounded once (m is an integer in [−150, 0]).
+                    let scale = f64::from_bits(((m as i64 + 1023) as u64) << 52);
+                    let e = (f64::from(p) * scale) as f32;
+                    *y = e;
+                    *a += e;
+                }
+            }
+            let h: [f32; 8] = std::array::from_fn(|j| acc[j + 8] + acc[j]);
+            let sum = ((h[0] + h[1]) + (h[2] + h[3])) + ((h[4] + h[5]) + (h[6] + h[7]));
+            let inv = 1.0 / sum;
+            for y in row.iter_mut() {
+                *y *= inv;
+            }
+        }
+    })
+}
+
+/// MLAS's SGEMM splits K into slices of this many for `N < K` (`StrideN`
+/// 128 → 64 for N = 64 doubles `StrideK` 128 → 256).
+const PV_STRIDE_K: usize = 256;
+
+/// One attention head's `softmax(q·kᵀ)·v` as onnxruntime computes it, bit for
+/// bit: `q [t, d]` and `kt [d, t]` (already scaled), `v` rows of `d` at
+/// `v_stride`. Each score is one FMA chain over `d` from 0 (MLAS SGEMM, one K
+/// slice); [`softmax`] per row; each output is an FMA chain over the tokens
+/// in slices of 256, slice sums added in order (MLAS accumulating into C).
+/// `scores` holds `t·t`, `out` `t·d`.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_head(
+    q: &[f32],
+    kt: &[f32],
+    v: &[f32],
+    v_stride: usize,
+    t: usize,
+    d: usize,
+    scores: &mut [f32],
+    out: &mut [f32],
+) {
+    dispatch!(qk(q: &[f32], kt: &[f32], t: usize, d: usize, scores: &mut [f32]) {
+        for (qi, row) in q.chunks_exact(d).zip(scores.chunks_exact_mut(t)) {
+            row.fill(0.0);
+            for (&a, kr) in qi.iter().zip(kt.chunks_exact(t)) {
+                for (s, &b) in row.iter_mut().zip(kr) {
+                    *s = a.mul_add(b, *s);
+                }
+            }
+        }
+    });
+    softmax(scores, t);
+    dispatch!(pv(scores: &[f32], v: &[f32], v_stride: usize, t: usize, d: usize, out: &mut [f32]) {
+        let mut part = vec![0.0f32; d];
+        for (pi, o) in scores.chunks_exact(t).zip(out.chunks_exact_mut(d)) {
+            let mut k0 = 0;
+            while k0 < t {
+                let k1 = (k0 + PV_STRIDE_K).min(t);
+                let acc = if k0 == 0 { &mut *o } else { &mut part[..] };
+                acc.fill(0.0);
+                for (k, &a) in pi.iter().enumerate().take(k1).skip(k0) {
+                    let vr = &v[k * v_stride..k * v_stride + d];
+                    for (c, &b) in acc.iter_mut().zip(vr) {
+                        *c = a.mul_add(b, *c);
+                    }
+                }
+                if k0 > 0 {
+                    for (x, &y) in o.iter_mut().zip(&part) {
+                        *x += y;
+                    }
+                }
+                k0 = k1;
+            }
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,5 +395,115 @@ mod tests {
     fn range_includes_zero() {
         assert_eq!(range(&[1.0, 2.0, 3.0]), [0.0, 3.0]);
         assert_eq!(range(&[-1.0; 40]), [-1.0, 0.0]);
+    }
+
+    /// Inputs of the onnxruntime-pinned tests (exact in any f32 arithmetic).
+    fn ort_inputs() -> [[f32; 16]; 4] {
+        let col = |m: usize, k: usize, a: f32, b: f32| -> [f32; 16] {
+            std::array::from_fn(|i| ((i * m) % k) as f32 * a + b)
+        };
+        [
+            col(37, 23, 0.37, -4.0),
+            col(5, 7, 0.25, 0.5),
+            col(3, 5, 0.1, -0.2),
+            col(11, 13, 0.3, -1.9),
+        ]
+    }
+
+    fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
+    // Expected bits: onnxruntime 1.32 (CPU EP, 1 thread, AVX-512 host) on the
+    // single-op models LayerNormalization / SkipLayerNormalization /
+    // FastGelu / Softmax with these inputs and epsilon 1e-12.
+    #[test]
+    fn layer_norm_matches_onnxruntime() {
+        let [x, g, b, _] = ort_inputs();
+        let mut y = x.to_vec();
+        layer_norm(&mut y, 16, &g, &b, 1e-12);
+        let want = [
+            0xbf735d65, 0x3f8d80c4, 0xbf8662c2, 0x3f97ee3a, 0xbd17d586, 0xc00eb06f, 0x3f52a5ca,
+            0xbecfc75c, 0x4030cae1, 0x3e261183, 0xbf8d4138, 0x3febce5b, 0xbf4b87c7, 0x3fe7ffce,
+            0x3e0e5824, 0xc0031fab,
+        ];
+        assert_eq!(bits(&y), want);
+    }
+
+    #[test]
+    fn skip_layer_norm_matches_onnxruntime() {
+        let [x, g, b, skip] = ort_inputs();
+        let mut y: Vec<f32> = x.iter().zip(&skip).map(|(a, s)| a + s).collect();
+        skip_layer_norm(&mut y, 16, &g, &b, 1e-12);
+        let want = [
+            0xbf98f130, 0x3ff3fae2, 0xbf0f7a4c, 0x3f92e9b0, 0xbe8c0725, 0xc0205e3a, 0x3e478d8e,
+            0xbd6d3013, 0x404d0484, 0x3eca1de9, 0xbf81b913, 0x3f98f121, 0xbfb09310, 0x3f7aa318,
+            0x3ec4b34e, 0xbfa72e78,
+        ];
+        assert_eq!(bits(&y), want);
+    }
+
+    #[test]
+    fn fast_gelu_matches_onnxruntime() {
+        let [x, _, b, _] = ort_inputs();
+        let mut y = x.to_vec();
+        fast_gelu(&mut y, &b);
+        let want = [
+            0xb7da6666, 0x3f9361d8, 0xbcded560, 0x404e9cbd, 0xbdeac2a5, 0xb921755d, 0x3fc8bb29,
+            0xbd677223, 0x40665fa5, 0x3d175c5b, 0xba3cc948, 0x3ffcf756, 0xbdcb10ac, 0x407e1328,
+            0x3e96f06f, 0xbb31f253,
+        ];
+        assert_eq!(bits(&y), want);
+    }
+
+    #[test]
+    fn softmax_matches_onnxruntime() {
+        let [x, ..] = ort_inputs();
+        let mut y = x.to_vec();
+        softmax(&mut y, 16);
+        let want = [
+            0x392a2a86, 0x3cec3733, 0x3a874738, 0x3e3bc93d, 0x3bd71619, 0x39765af7, 0x3d2afd1f,
+            0x3ac3d8d0, 0x3e87eea5, 0x3c1bb1a6, 0x39b25421, 0x3d778bdc, 0x3b0dc469, 0x3ec4cb31,
+            0x3c61674a, 0x3a011615,
+        ];
+        assert_eq!(bits(&y), want);
+    }
+
+    /// Long rows: the value slices of 256 tokens change the sum order, not
+    /// the value (within f32 rounding of a naive f64 reference).
+    #[test]
+    fn attention_head_is_softmax_times_v() {
+        let (t, d) = (300, 8);
+        let q: Vec<f32> = (0..t * d)
+            .map(|i| ((i * 7) % 19) as f32 * 0.05 - 0.4)
+            .collect();
+        let kt: Vec<f32> = (0..d * t)
+            .map(|i| ((i * 5) % 17) as f32 * 0.05 - 0.4)
+            .collect();
+        let v: Vec<f32> = (0..t * d)
+            .map(|i| ((i * 3) % 11) as f32 * 0.1 - 0.5)
+            .collect();
+        let (mut p, mut out) = (vec![0.0f32; t * t], vec![0.0f32; t * d]);
+        attention_head(&q, &kt, &v, d, t, d, &mut p, &mut out);
+        for i in [0, 150, 299] {
+            let s: Vec<f64> = (0..t)
+                .map(|j| {
+                    (0..d)
+                        .map(|c| f64::from(q[i * d + c]) * f64::from(kt[c * t + j]))
+                        .sum()
+                })
+                .collect();
+            let m = s.iter().cloned().fold(f64::MIN, f64::max);
+            let e: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
+            let z: f64 = e.iter().sum();
+            for c in 0..d {
+                let want: f64 = (0..t).map(|j| e[j] / z * f64::from(v[j * d + c])).sum();
+                let got = f64::from(out[i * d + c]);
+                assert!(
+                    (got - want).abs() < 1e-5,
+                    "row {i} col {c}: {got} vs {want}"
+                );
+            }
+        }
     }
 }
