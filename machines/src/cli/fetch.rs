@@ -5,8 +5,10 @@
 use super::progress::ProgressBar;
 use super::CliError;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use voxlane_actors::tts::kokoro::graph::KokoroError;
 use voxlane_runtime::fetch::{catalog, Artifact, Fetcher};
+use voxlane_runtime::onnx::{convert, OnnxModel};
 
 /// What `voxlane fetch` downloads: the int8 model, the vocab, the voice packs.
 pub const DEFAULT_MODELS: [Artifact<'static>; 3] = [
@@ -37,4 +39,39 @@ pub fn fetch_models(fetcher: &Fetcher, out: &mut dyn Write) -> Result<Vec<PathBu
         paths.push(path);
     }
     Ok(paths)
+}
+
+/// The voxlane weight file of the fetched ONNX model at `onnx`, converted
+/// once into the cache beside it (named after the source's sha256, so a new
+/// source converts again) and reused after that; the conversion is written
+/// atomically, so an interrupted one leaves nothing behind.
+pub fn converted_model(onnx: &Path, out: &mut dyn Write) -> Result<PathBuf, CliError> {
+    let sha_file = PathBuf::from(format!("{}.sha256", onnx.display()));
+    let sha = std::fs::read_to_string(&sha_file).unwrap_or_default();
+    let tag: String = sha.trim().chars().take(16).collect();
+    if tag.len() < 16 || !tag.chars().all(|c| c.is_ascii_hexdigit()) {
+        // Not a verified cache entry: use the ONNX file as it is.
+        return Ok(onnx.to_path_buf());
+    }
+    let stem = onnx
+        .file_stem()
+        .map_or_else(|| "model".to_string(), |s| s.to_string_lossy().into_owned());
+    let vxw = onnx.with_file_name(format!("{stem}-{tag}.vxw"));
+    if vxw.is_file() {
+        writeln!(out, "{:<24} cached   {}", "voxlane weights", vxw.display())?;
+        return Ok(vxw);
+    }
+    let model = OnnxModel::open(onnx).map_err(KokoroError::from)?;
+    let sha = sha.trim().to_string();
+    let source = onnx
+        .file_name()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    convert(
+        &model,
+        &vxw,
+        &[("voxlane.source", &source), ("voxlane.source_sha256", &sha)],
+    )
+    .map_err(KokoroError::from)?;
+    writeln!(out, "{:<24} converted {}", "voxlane weights", vxw.display())?;
+    Ok(vxw)
 }

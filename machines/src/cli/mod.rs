@@ -172,7 +172,10 @@ pub fn run_with_stdin(cli: Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
         Command::Mimi { command } => mimi::run(command, out),
         Command::Fetch => {
             let fetcher = voxlane_runtime::fetch::Fetcher::new()?;
-            fetch::fetch_models(&fetcher, out)?;
+            let paths = fetch::fetch_models(&fetcher, out)?;
+            if let Some(onnx) = paths.first() {
+                fetch::converted_model(onnx, out)?;
+            }
             Ok(())
         }
         Command::Info { threads, pin } => {

@@ -4,7 +4,7 @@
 //! pool, and write the WAV atomically (or stream 16-bit PCM to stdout as
 //! chunks finish).
 
-use super::fetch::fetch_models;
+use super::fetch::{converted_model, fetch_models};
 use super::speak::SpeakRequest;
 use super::CliError;
 use crate::kokoro_tts::TtsError;
@@ -45,8 +45,12 @@ pub fn speak(
             ))
         }
     };
+    let model = match req.model.clone() {
+        Some(m) => m,
+        None => converted_model(&model, log)?,
+    };
     let paths = TtsPaths {
-        model: req.model.clone().unwrap_or(model),
+        model,
         vocab,
         voices: req.voices.clone().unwrap_or(voices),
     };

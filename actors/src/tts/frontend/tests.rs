@@ -114,7 +114,7 @@ fn long_text_chunks_at_sentences_within_the_limit() {
 #[test]
 fn sentences_end_chunks_once_they_reach_the_flush_size() {
     let sentence = "the quick brown fox jumps over the lazy dog.";
-    let text = vec![sentence; 6].join(" ");
+    let text = [sentence; 6].join(" ");
     let f = frontend().sentence_flush(2 * sentence.len() + 1);
     let t = f.tokenize(&text).unwrap();
     // Phonemes here equal the text, so two sentences reach the flush size.
