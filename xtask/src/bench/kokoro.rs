@@ -7,6 +7,7 @@
 //! Each configuration runs in a child process so its peak RSS is its own.
 //! Times are the best of `--reps` runs after one warm-up, for both engines.
 
+use super::rss::{peak_rss_mb, status_mb};
 use super::BenchOptions;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -35,22 +36,6 @@ const TARGET_FIRST_MS: f64 = 150.0;
 const TARGET_RSS_MB: f64 = 400.0;
 /// The onnxruntime reference script.
 const ORT_SCRIPT: &str = include_str!("kokoro_ort.py");
-
-fn peak_rss_mb() -> f64 {
-    status_mb("VmHWM:")
-}
-
-/// A `/proc/self/status` size line in MB.
-fn status_mb(key: &str) -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(f64::NAN, |kb| kb / 1024.0)
-}
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()

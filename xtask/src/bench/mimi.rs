@@ -6,6 +6,7 @@
 //! peak RSS is its own. Without `--model`, weights are random with a fixed
 //! seed (`MimiWeights::synthetic`); speed does not depend on their values.
 
+use super::rss::peak_rss_mb;
 use super::BenchOptions;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -78,18 +79,6 @@ impl Source {
         let contract = BindContract::plan(&cfg, &w, opts).map_err(|e| e.to_string())?;
         MimiModel::bind(cfg, w, contract).map_err(|e| e.to_string())
     }
-}
-
-/// Peak resident set of this process (`VmHWM`), MB.
-fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
 /// Speech-like test signal: a gliding harmonic tone with a syllable envelope and a little noise.

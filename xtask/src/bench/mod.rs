@@ -9,6 +9,7 @@ mod kernels;
 mod kokoro;
 mod mimi;
 mod report;
+mod rss;
 mod timing;
 
 /// Options shared by every bench target.
