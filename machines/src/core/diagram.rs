@@ -29,6 +29,12 @@ fn write_state(out: &mut String, spec: &MachineSpec, s: &StateSpec, depth: usize
     }
 }
 
+/// A state note as mermaid's state-diagram parser accepts it: a colon would end
+/// the note's name part, so it becomes a dash.
+fn note_text(doc: &str) -> String {
+    doc.replace(':', " -").replace(';', ",")
+}
+
 /// Render `spec` as a mermaid `stateDiagram-v2`.
 pub fn render_mermaid(spec: &MachineSpec) -> String {
     let mut out = String::new();
@@ -48,7 +54,7 @@ pub fn render_mermaid(spec: &MachineSpec) -> String {
         );
     }
     for s in spec.states {
-        let _ = writeln!(out, "    note right of {}: {}", s.name, s.doc);
+        let _ = writeln!(out, "    note right of {}: {}", s.name, note_text(s.doc));
     }
     out
 }
@@ -70,4 +76,15 @@ pub fn render_index(specs: &[&MachineSpec]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::note_text;
+
+    #[test]
+    fn note_text_has_no_colon_or_semicolon() {
+        let t = note_text("stages loaded: a second load; rejected");
+        assert_eq!(t, "stages loaded - a second load, rejected");
+    }
 }
