@@ -26,3 +26,4 @@ pub mod quant;
 pub mod source;
 pub mod stft;
 pub mod text_encoder;
+pub mod window;

@@ -5,6 +5,7 @@
 use super::back::{BackOutput, KokoroBack};
 use super::front::{FrontWorkspace, KokoroFront, STYLE_DIM};
 use super::graph::{KokoroError, KokoroGraph};
+use super::window::StreamShape;
 use std::path::Path;
 use voxlane_runtime::onnx::OnnxModel;
 use voxlane_runtime::Fork;
@@ -59,18 +60,7 @@ impl KokoroTts {
         speed: f32,
         lanes: &impl Fork,
     ) -> Result<&[f32], KokoroError> {
-        if tokens.len() > MAX_TOKENS {
-            return Err(KokoroError::Input(format!(
-                "{} tokens exceed the model's {MAX_TOKENS}",
-                tokens.len()
-            )));
-        }
-        if style.len() != STYLE_DIM {
-            return Err(KokoroError::Input(format!(
-                "style must have {STYLE_DIM} values (got {})",
-                style.len()
-            )));
-        }
+        self.check(tokens, style)?;
         let front = self
             .front
             .run(lanes, tokens, style, speed, &mut self.front_ws)?;
@@ -85,5 +75,71 @@ impl KokoroTts {
             &mut self.back_out,
         )?;
         Ok(&self.back_out.audio)
+    }
+
+    /// As [`KokoroTts::synthesize`], handing the audio to `sink` in pieces:
+    /// when the chunk is long enough for `shape`, its first window early
+    /// (see [`super::window`]), then the rest. Returns the samples emitted.
+    pub fn synthesize_streamed(
+        &mut self,
+        tokens: &[i64],
+        style: &[f32],
+        speed: f32,
+        shape: StreamShape,
+        lanes: &impl Fork,
+        sink: &mut dyn FnMut(&[f32]),
+    ) -> Result<usize, KokoroError> {
+        self.check(tokens, style)?;
+        let front = self
+            .front
+            .run(lanes, tokens, style, speed, &mut self.front_ws)?;
+        let decoder_style = &style[..STYLE_DIM / 2];
+        let Some(plan) = shape.plan(front.frames()) else {
+            self.back.run_into(
+                &front.asr,
+                &front.f0,
+                &front.n,
+                decoder_style,
+                lanes,
+                &mut self.back_out,
+            )?;
+            sink(&self.back_out.audio);
+            return Ok(self.back_out.audio.len());
+        };
+        let out = &mut self.back_out;
+        self.back.run_first(
+            &front.asr,
+            &front.f0,
+            &front.n,
+            decoder_style,
+            &plan,
+            lanes,
+            out,
+        )?;
+        sink(&out.audio);
+        let mut samples = out.audio.len();
+        while self.back.streaming() {
+            self.back
+                .run_next(&front.f0, decoder_style, &plan, lanes, out)?;
+            sink(&out.audio);
+            samples += out.audio.len();
+        }
+        Ok(samples)
+    }
+
+    fn check(&self, tokens: &[i64], style: &[f32]) -> Result<(), KokoroError> {
+        if tokens.len() > MAX_TOKENS {
+            return Err(KokoroError::Input(format!(
+                "{} tokens exceed the model's {MAX_TOKENS}",
+                tokens.len()
+            )));
+        }
+        if style.len() != STYLE_DIM {
+            return Err(KokoroError::Input(format!(
+                "style must have {STYLE_DIM} values (got {})",
+                style.len()
+            )));
+        }
+        Ok(())
     }
 }
