@@ -2,13 +2,15 @@
 //! This file holds exactly one test so no other test's threads are counted.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 use voxlane_runtime::{Fork, LanePool};
 use voxlane_tests::os_threads;
 
 #[test]
 fn os_threads_never_exceed_budget() {
+    let before = os_threads();
     for threads in 1..=4 {
-        let before = os_threads();
+        settle_to(before);
         let pool = LanePool::new(threads).unwrap();
         let peak = AtomicUsize::new(0);
         // Nested forks and batch jobs all share the same threads - 1 workers.
@@ -32,5 +34,21 @@ fn os_threads_never_exceed_budget() {
             "budget {threads}: {extra} extra OS threads"
         );
         drop(pool);
+    }
+    settle_to(before);
+}
+
+/// Waits until the process is back to `baseline` threads. A joined thread can
+/// linger in `/proc/self/task` for a moment after `join` returns (the kernel
+/// wakes the joiner before it reaps the task), so counting right away races.
+fn settle_to(baseline: usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while os_threads() > baseline {
+        assert!(
+            Instant::now() < deadline,
+            "{} threads outlive their pool (baseline {baseline})",
+            os_threads() - baseline
+        );
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
