@@ -82,6 +82,10 @@ pub struct SynthOptions {
     pub voice: String,
     /// Speaking rate, 0.5 (slow) to 2.0 (fast).
     pub speed: f32,
+    /// Emit the first chunk in windows, its first 0.4 s as soon as it is
+    /// ready (lower time to first audio; the windows are crossfaded, so the
+    /// audio differs slightly from a whole-chunk run).
+    pub early_first_audio: bool,
 }
 
 impl Default for SynthOptions {
@@ -89,6 +93,7 @@ impl Default for SynthOptions {
         Self {
             voice: "jf_alpha".into(),
             speed: 1.0,
+            early_first_audio: false,
         }
     }
 }
@@ -160,7 +165,12 @@ impl Tts {
             // A synthesis dropped mid-utterance cancels it; anything else in flight is stale.
             let _ = self.machine.cancel();
         }
-        match self.machine.synthesize(text, &options.voice, options.speed) {
+        match self.machine.synthesize(
+            text,
+            &options.voice,
+            options.speed,
+            options.early_first_audio,
+        ) {
             TtsReply::Prepared { chunks, dropped } => Ok(Synthesis {
                 tts: self,
                 chunks,
@@ -221,14 +231,17 @@ impl Synthesis<'_> {
         &self.dropped
     }
 
-    /// Run the next chunk and lend its audio (until the next call); `None` after the last.
+    /// Run the next chunk (or window of one) and lend its audio (until the
+    /// next call); `None` after the last.
     pub fn next_chunk(&mut self) -> Option<Result<&[f32], TtsError>> {
         if self.done {
             return None;
         }
         match self.tts.machine.next_chunk() {
-            TtsReply::Chunk { index, of, .. } => {
-                self.done = index + 1 >= of;
+            TtsReply::Chunk {
+                index, of, partial, ..
+            } => {
+                self.done = !partial && index + 1 >= of;
                 Some(Ok(self.tts.machine.audio()))
             }
             other => {

@@ -40,3 +40,22 @@ pub fn os_threads() -> usize {
 pub fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|f| f.to_bits()).collect()
 }
+
+/// Pearson correlation of two equally long signals (0 when either is flat).
+pub fn pearson(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len(), "pearson needs equal lengths");
+    let n = a.len().max(1) as f64;
+    let ma = a.iter().map(|&x| f64::from(x)).sum::<f64>() / n;
+    let mb = b.iter().map(|&x| f64::from(x)).sum::<f64>() / n;
+    let (mut ab, mut aa, mut bb) = (0.0, 0.0, 0.0);
+    for (&x, &y) in a.iter().zip(b) {
+        let (dx, dy) = (f64::from(x) - ma, f64::from(y) - mb);
+        ab += dx * dy;
+        aa += dx * dx;
+        bb += dy * dy;
+    }
+    if aa == 0.0 || bb == 0.0 {
+        return 0.0;
+    }
+    ab / (aa * bb).sqrt()
+}

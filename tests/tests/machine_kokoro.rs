@@ -20,6 +20,7 @@ use voxlane_actors::tts::kokoro::back::KokoroBack;
 use voxlane_actors::tts::kokoro::front::{FrontOutput, FrontWorkspace, KokoroFront};
 use voxlane_actors::tts::kokoro::graph::{KokoroError, KokoroGraph};
 use voxlane_actors::tts::kokoro::pipeline::{KokoroTts, MAX_TOKENS};
+use voxlane_actors::tts::kokoro::window::{StreamShape, CROSSFADE, SAMPLES_PER_FRAME};
 use voxlane_actors::tts::voices::{VoiceError, Voices};
 use voxlane_machines::cli::fetch::fetch_models;
 use voxlane_machines::core::Fired;
@@ -33,7 +34,7 @@ use voxlane_runtime::fetch::Fetcher;
 use voxlane_runtime::io::read_npy;
 use voxlane_runtime::onnx::OnnxModel;
 use voxlane_runtime::LanePool;
-use voxlane_tests::{assert_all_reached, assert_declared, bits};
+use voxlane_tests::{assert_all_reached, assert_declared, bits, pearson};
 
 const TEXT: &str = "Hello, this is voxlane.";
 /// Long enough for two chunks.
@@ -186,6 +187,71 @@ fn tts_audio_is_bit_identical_to_kokoro_tts_for_1_and_2_threads() {
     }
 }
 
+#[test]
+fn early_first_audio_streams_the_first_chunk_in_windows_as_the_actor_does() {
+    let p = paths();
+    let tokens = Frontend::tokens(TWO_CHUNKS);
+    assert!(tokens.chunks.len() >= 2);
+    let pack = Voices::open(&p.voices).unwrap().select("jf_alpha").unwrap();
+    let mut reference = KokoroTts::open(&p.model).unwrap();
+    let pool = LanePool::new(1).unwrap();
+    // The actor: the first chunk in EARLY windows, the others whole.
+    let mut want: Vec<Vec<u32>> = Vec::new();
+    let mut first_whole = Vec::new();
+    for (i, c) in tokens.chunks.iter().enumerate() {
+        let style = pack.style(c.len_unpadded()).unwrap();
+        if i == 0 {
+            let mut sink = |a: &[f32]| want.push(bits(a));
+            let shape = StreamShape::EARLY;
+            reference
+                .synthesize_streamed(&c.tokens, &style.0, 1.0, shape, &pool, &mut sink)
+                .unwrap();
+            first_whole = (reference.synthesize(&c.tokens, &style.0, 1.0, &pool))
+                .unwrap()
+                .to_vec();
+        } else {
+            let audio = reference.synthesize(&c.tokens, &style.0, 1.0, &pool);
+            want.push(bits(audio.unwrap()));
+        }
+    }
+    let pieces = want.len() - (tokens.chunks.len() - 1);
+    assert!(pieces >= 2, "the first chunk came in one piece");
+    // The first window ends half a crossfade before its seam.
+    let seam = StreamShape::EARLY.first * SAMPLES_PER_FRAME;
+    assert!(
+        (seam - CROSSFADE..=seam).contains(&want[0].len()),
+        "{}",
+        want[0].len()
+    );
+    let streamed: Vec<f32> = want[..pieces]
+        .iter()
+        .flatten()
+        .map(|&b| f32::from_bits(b))
+        .collect();
+    assert_eq!(streamed.len(), first_whole.len());
+    let r = pearson(&streamed, &first_whole);
+    assert!(r >= 0.9, "windows vs whole chunk: correlation {r}");
+    let opts = SynthOptions {
+        early_first_audio: true,
+        ..SynthOptions::default()
+    };
+    for threads in [1, 2] {
+        let mut tts = Tts::load(p, threads).unwrap();
+        let got: Vec<Vec<u32>> = (tts.synthesize(TWO_CHUNKS, &opts).unwrap())
+            .map(|c| bits(&c.unwrap()))
+            .collect();
+        assert_eq!(got, want, "{threads} thread(s)");
+        assert_eq!(tts.machine().state(), "ready");
+        // Dropped after the first window: the back stage's stream is cancelled too.
+        drop(tts.synthesize(TWO_CHUNKS, &opts).unwrap().next_chunk());
+        assert_eq!(tts.machine().state(), "ready");
+        let again: Vec<Vec<u32>> = (tts.synthesize(TWO_CHUNKS, &opts).unwrap())
+            .map(|c| bits(&c.unwrap()))
+            .collect();
+        assert_eq!(again, want, "{threads} thread(s), after a cancel");
+    }
+}
+
 /// The reference tokenization: the actors' frontend, punctuation kept (as `Tts` does).
 struct Frontend;
 
@@ -203,7 +269,7 @@ fn a_two_chunk_text_streams_chunk_by_chunk_and_a_dropped_synthesis_cancels() {
     let _ = m.take_trace();
     let expected = Frontend::tokens(TWO_CHUNKS).chunks.len();
     assert!(expected >= 2, "the text gives {expected} chunk(s)");
-    match m.synthesize(TWO_CHUNKS, "jf_alpha:0.7,jm_kumo:0.3", 1.2) {
+    match m.synthesize(TWO_CHUNKS, "jf_alpha:0.7,jm_kumo:0.3", 1.2, false) {
         TtsReply::Prepared { chunks, dropped } => {
             assert_eq!(chunks, expected);
             assert!(dropped.is_empty(), "{dropped:?}");
@@ -213,8 +279,13 @@ fn a_two_chunk_text_streams_chunk_by_chunk_and_a_dropped_synthesis_cancels() {
     for i in 0..expected {
         assert_eq!(m.state(), "synthesizing");
         match m.next_chunk() {
-            TtsReply::Chunk { index, of, samples } => {
-                assert_eq!((index, of), (i, expected));
+            TtsReply::Chunk {
+                index,
+                of,
+                samples,
+                partial,
+            } => {
+                assert_eq!((index, of, partial), (i, expected, false));
                 assert_eq!(samples, m.audio().len());
                 assert!(samples > 12_000, "chunk {i}: {samples} samples");
             }
@@ -228,12 +299,12 @@ fn a_two_chunk_text_streams_chunk_by_chunk_and_a_dropped_synthesis_cancels() {
     ));
     // Cancel after the first chunk skips the rest.
     assert!(matches!(
-        m.synthesize(TWO_CHUNKS, "jf_alpha", 1.0),
+        m.synthesize(TWO_CHUNKS, "jf_alpha", 1.0, false),
         TtsReply::Prepared { .. }
     ));
     assert!(matches!(m.next_chunk(), TtsReply::Chunk { index: 0, .. }));
     assert!(matches!(
-        m.synthesize(TEXT, "jf_alpha", 1.0),
+        m.synthesize(TEXT, "jf_alpha", 1.0, false),
         TtsReply::Error(TtsError::Busy)
     ));
     match m.cancel() {
@@ -379,6 +450,7 @@ fn brun<'a>(
         n,
         style,
         lanes,
+        stream: None,
     }
 }
 
@@ -574,14 +646,14 @@ fn back_guards_reject_with_typed_errors() {
 fn tts_guards_reject_with_typed_errors() {
     let mut m = tts_machine();
     assert!(matches!(
-        m.synthesize("   ", "jf_alpha", 1.0),
+        m.synthesize("   ", "jf_alpha", 1.0, false),
         TtsReply::Error(TtsError::EmptyText)
     ));
     assert!(matches!(
-        m.synthesize(TEXT, "jf_alpha", 3.0),
+        m.synthesize(TEXT, "jf_alpha", 3.0, false),
         TtsReply::Error(TtsError::Speed(s)) if s == 3.0
     ));
-    match m.synthesize(TEXT, "xx_nobody", 1.0) {
+    match m.synthesize(TEXT, "xx_nobody", 1.0, false) {
         TtsReply::Error(e @ TtsError::Voice(VoiceError::UnknownVoice { .. })) => {
             assert_eq!(e.reason(), "unknown_voice");
             match e {
@@ -595,11 +667,11 @@ fn tts_guards_reject_with_typed_errors() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        m.synthesize(TEXT, "jf_alpha:0.5,xx_nobody:0.5", 1.0),
+        m.synthesize(TEXT, "jf_alpha:0.5,xx_nobody:0.5", 1.0, false),
         TtsReply::Error(TtsError::Voice(VoiceError::UnknownVoice { .. }))
     ));
     assert!(matches!(
-        m.synthesize(TEXT, "jf_alpha:zero", 1.0),
+        m.synthesize(TEXT, "jf_alpha:zero", 1.0, false),
         TtsReply::Error(TtsError::Voice(VoiceError::BadSpec { .. }))
     ));
     assert!(matches!(
@@ -863,10 +935,14 @@ struct BackData {
     asr: Vec<f32>,
     curve: Vec<f32>,
     style: Vec<f32>,
+    /// `asr` of a chunk long enough to stream in windows.
+    long_asr: Vec<f32>,
+    /// Its F0 and N.
+    long_curve: Vec<f32>,
     pool: LanePool,
 }
 
-const BACK_EVENTS: usize = 13;
+const BACK_EVENTS: usize = 18;
 
 fn back_event<'a>(i: usize, d: &'a BackData, empty: &'a OnnxModel) -> back::Event<'a> {
     let run = |asr: &'a [f32], f0: &'a [f32], n: &'a [f32], style: &'a [f32]| {
@@ -875,6 +951,14 @@ fn back_event<'a>(i: usize, d: &'a BackData, empty: &'a OnnxModel) -> back::Even
             f0,
             n,
             style,
+            lanes: &d.pool,
+            stream: None,
+        })
+    };
+    let next = |f0: &'a [f32]| {
+        back::Event::NextWindow(back::NextWindow {
+            f0,
+            style: &d.style,
             lanes: &d.pool,
         })
     };
@@ -891,13 +975,27 @@ fn back_event<'a>(i: usize, d: &'a BackData, empty: &'a OnnxModel) -> back::Even
         9 => back::Event::BackError(Slot::empty()),
         10 => back::Event::LoadError(Slot::empty()),
         11 => back::Event::Load(back::Load { model: model() }),
+        12 => back::Event::Run(back::Run {
+            stream: Some(StreamShape::EARLY),
+            asr: &d.long_asr,
+            f0: &d.long_curve,
+            n: &d.long_curve,
+            style: &d.style,
+            lanes: &d.pool,
+        }),
+        13 => next(&d.long_curve),
+        14 => next(&d.curve),
+        15 => back::Event::WindowDone(0),
+        16 => back::Event::Cancel,
         _ => back::Event::CaptureDiagnostics,
     }
 }
 
 fn back_to_ready(m: &mut BackStage) {
-    if m.state() == "running" {
-        m.step(&back::Event::BackError(Slot::empty()));
+    match m.state() {
+        "running" => drop(m.step(&back::Event::BackError(Slot::empty()))),
+        "streaming" => drop(m.cancel()),
+        _ => {}
     }
     assert_eq!(m.state(), "ready");
 }
@@ -906,10 +1004,13 @@ fn back_to_ready(m: &mut BackStage) {
 fn kokoro_back_matches_its_table() {
     back::SPEC.validate().unwrap();
     let f = 3;
+    let long_frames = 40;
     let d = BackData {
         asr: vec![0.0; 512 * f],
         curve: vec![0.0; 2 * f],
         style: vec![0.1; 128],
+        long_asr: vec![0.1; 512 * long_frames],
+        long_curve: vec![120.0; 2 * long_frames],
         pool: LanePool::new(2).unwrap(),
     };
     let empty = empty_model();
@@ -938,12 +1039,24 @@ fn kokoro_back_matches_its_table() {
     }
     let mut st = stages();
     let m = &mut st.back;
-    for (state, prefix) in [("ready", &[][..]), ("running", &[3][..])] {
+    // Prefixes from `ready`: (event, run to completion).
+    type Prefix = &'static [(usize, bool)];
+    let prefixes: [(&str, Prefix); 3] = [
+        ("ready", &[]),
+        ("running", &[(3, false)]),
+        ("streaming", &[(12, true)]),
+    ];
+    for (state, prefix) in prefixes {
         for i in 0..BACK_EVENTS {
             for step_only in [true, false] {
                 back_to_ready(m);
-                for &p in prefix {
-                    m.step(&back_event(p, &d, &empty));
+                for &(p, handle) in prefix {
+                    let e = back_event(p, &d, &empty);
+                    if handle {
+                        m.handle(&e);
+                    } else {
+                        m.step(&e);
+                    }
                 }
                 assert_eq!(m.state(), state);
                 let e = back_event(i, &d, &empty);
@@ -964,11 +1077,16 @@ fn kokoro_back_matches_its_table() {
     assert_all_reached(&back::SPEC, &log);
 }
 
-const TTS_EVENTS: usize = 17;
+const TTS_EVENTS: usize = 19;
 
 fn tts_event(i: usize, foreign: &std::path::Path) -> tts::Event<'static> {
     let synth = |text: &'static str, voice: &'static str, speed: f32| {
-        tts::Event::Synthesize(tts::Synthesize { text, voice, speed })
+        tts::Event::Synthesize(tts::Synthesize {
+            text,
+            voice,
+            speed,
+            early: false,
+        })
     };
     match i {
         0 => tts::Event::Load(load_event(foreign)),
@@ -987,6 +1105,13 @@ fn tts_event(i: usize, foreign: &std::path::Path) -> tts::Event<'static> {
         13 => tts::Event::ChunkError(Slot::empty()),
         14 => tts::Event::Cancel,
         15 => tts::Event::LoadError(Slot::empty()),
+        16 => tts::Event::Synthesize(tts::Synthesize {
+            text: TEXT,
+            voice: "jf_alpha",
+            speed: 1.0,
+            early: true,
+        }),
+        17 => tts::Event::WindowDone(0),
         _ => tts::Event::CaptureDiagnostics,
     }
 }
@@ -998,6 +1123,7 @@ fn tts_to_ready(m: &mut TtsMachine) {
         "synthesizing" => drop(m.cancel()),
         "running_front" => drop(m.step(&tts::Event::FrontError(Slot::empty()))),
         "running_back" => drop(m.step(&tts::Event::ChunkError(Slot::empty()))),
+        "streaming_chunk" => drop(m.cancel()),
         _ => {}
     }
     assert_eq!(m.state(), "ready");
@@ -1033,12 +1159,13 @@ fn kokoro_tts_matches_its_table() {
     let mut m = tts_machine();
     // Prefixes from `ready`: 3 = synthesize "Hi." (step: preparing; handle: synthesizing).
     type Prefix = &'static [(usize, bool)];
-    let prefixes: [(&str, Prefix); 5] = [
+    let prefixes: [(&str, Prefix); 6] = [
         ("ready", &[]),
         ("preparing", &[(3, true)]),
         ("synthesizing", &[(3, false)]),
         ("running_front", &[(3, false), (9, true)]),
         ("running_back", &[(3, false), (9, true), (99, true)]),
+        ("streaming_chunk", &[(16, false), (9, false)]),
     ];
     for (state, prefix) in prefixes {
         for i in 0..TTS_EVENTS {
@@ -1074,10 +1201,18 @@ fn kokoro_tts_matches_its_table() {
     tts_to_ready(&mut m);
     // A two-chunk utterance takes both chunk_done routes.
     assert!(matches!(
-        m.synthesize(TWO_CHUNKS, "jf_alpha", 1.5),
+        m.synthesize(TWO_CHUNKS, "jf_alpha", 1.5, false),
         TtsReply::Prepared { chunks: 2.., .. }
     ));
     while m.state() == "synthesizing" {
+        assert!(matches!(m.next_chunk(), TtsReply::Chunk { .. }));
+    }
+    // Early first audio: the first chunk in windows, the rest whole.
+    assert!(matches!(
+        m.synthesize(TWO_CHUNKS, "jf_alpha", 1.0, true),
+        TtsReply::Prepared { chunks: 2.., .. }
+    ));
+    while m.state() != "ready" {
         assert!(matches!(m.next_chunk(), TtsReply::Chunk { .. }));
     }
     record(&tts::SPEC, m.take_trace(), &mut log);

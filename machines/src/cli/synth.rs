@@ -64,6 +64,8 @@ pub fn speak(
     let options = SynthOptions {
         voice: req.voice.clone(),
         speed: req.speed,
+        // Streaming to a player: its first audio as early as possible.
+        early_first_audio: req.stream,
     };
     let mut synthesis = tts.synthesize(&req.text, &options)?;
     if !synthesis.dropped().is_empty() {

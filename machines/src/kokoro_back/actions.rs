@@ -2,7 +2,7 @@
 //! event (`load_*`, `back_*`) in the sink instead of choosing a state.
 
 use super::errors::KokoroBackError;
-use super::events::{FollowUp, Load, Reply, Run, Sink};
+use super::events::{FollowUp, Load, NextWindow, Reply, Run, Sink};
 use super::guards::{asr_channels, frames, DECODER_STYLE};
 use super::machine::KokoroBackMachine;
 use crate::tts::Slot;
@@ -85,6 +85,7 @@ pub fn effect_reject_style(m: &mut KokoroBackMachine, r: &Run<'_>, sink: &mut Si
 
 /// Decoder → generator into the output buffer; raise `back_done` or `back_error`.
 pub fn effect_run_back(m: &mut KokoroBackMachine, r: &Run<'_>, sink: &mut Sink) {
+    m.plan = None;
     let result = match &mut m.back {
         Some(back) => back
             .run_into(r.asr, r.f0, r.n, r.style, r.lanes, &mut m.output)
@@ -100,17 +101,94 @@ pub fn effect_run_back(m: &mut KokoroBackMachine, r: &Run<'_>, sink: &mut Sink) 
     });
 }
 
+fn window_outcome(m: &mut KokoroBackMachine, result: Result<bool, KokoroBackError>) -> FollowUp {
+    let samples = m.output.audio.len();
+    match result {
+        Ok(true) => FollowUp::WindowDone(samples),
+        Ok(false) => {
+            m.plan = None;
+            FollowUp::BackDone(samples)
+        }
+        Err(e) => {
+            m.plan = None;
+            m.output.audio.clear();
+            if let Some(back) = &mut m.back {
+                back.end_stream();
+            }
+            FollowUp::BackError(e)
+        }
+    }
+}
+
+/// Decode the whole chunk, then generate its first window only; raise
+/// `window_done` (more follow), `back_done` or `back_error`.
+pub fn effect_run_first_window(m: &mut KokoroBackMachine, r: &Run<'_>, sink: &mut Sink) {
+    let plan = r.stream.and_then(|s| s.plan(frames(m, r)));
+    m.plan = plan;
+    let result = match (&mut m.back, plan) {
+        (Some(back), Some(plan)) => back
+            .run_first(r.asr, r.f0, r.n, r.style, &plan, r.lanes, &mut m.output)
+            .map(|()| back.streaming())
+            .map_err(KokoroBackError::from),
+        (None, _) => Err(KokoroBackError::NotLoaded),
+        (_, None) => Err(KokoroBackError::MissingPayload("stream")),
+    };
+    sink.follow_up = Some(window_outcome(m, result));
+}
+
+/// Generate the next window of the streamed chunk; raise `window_done`,
+/// `back_done` (the last window) or `back_error`.
+pub fn effect_run_next_window(m: &mut KokoroBackMachine, w: &NextWindow<'_>, sink: &mut Sink) {
+    let result = match (&mut m.back, m.plan) {
+        (Some(back), Some(plan)) => back
+            .run_next(w.f0, w.style, &plan, w.lanes, &mut m.output)
+            .map_err(KokoroBackError::from),
+        (None, _) => Err(KokoroBackError::NotLoaded),
+        (_, None) => Err(KokoroBackError::MissingPayload("stream")),
+    };
+    sink.follow_up = Some(window_outcome(m, result));
+}
+
+/// Reject a `next_window` that does not fit the streamed chunk (the stream stays open).
+pub fn effect_reject_window(m: &mut KokoroBackMachine, w: &NextWindow<'_>, sink: &mut Sink) {
+    let err = KokoroBackError::WindowMismatch {
+        f0: w.f0.len(),
+        style: w.style.len(),
+        want_f0: m.plan.map_or(0, |p| 2 * p.frames),
+        want_style: DECODER_STYLE,
+    };
+    reject(m, sink, err);
+}
+
+/// Reply `window_done`: a window waits in the output buffer.
+pub fn effect_reply_window(_m: &mut KokoroBackMachine, samples: usize, sink: &mut Sink) {
+    sink.reply = Some(Reply::Window { samples });
+}
+
+/// Drop the rest of the streamed chunk.
+pub fn effect_cancel_stream(m: &mut KokoroBackMachine, sink: &mut Sink) {
+    m.plan = None;
+    if let Some(back) = &mut m.back {
+        back.end_stream();
+    }
+    sink.reply = Some(Reply::Cancelled);
+}
+
 /// Reply `back_done`: the audio waits in the output buffer.
 pub fn effect_reply_audio(_m: &mut KokoroBackMachine, samples: usize, sink: &mut Sink) {
     sink.reply = Some(Reply::Audio { samples });
 }
 
-/// Reply `back_error`.
+/// Reply `back_error` (a streamed chunk's rest is dropped).
 pub fn effect_reply_back_error(
     m: &mut KokoroBackMachine,
     e: &Slot<KokoroBackError>,
     sink: &mut Sink,
 ) {
+    m.plan = None;
+    if let Some(back) = &mut m.back {
+        back.end_stream();
+    }
     let err = e
         .take()
         .unwrap_or(KokoroBackError::MissingPayload("back_error"));

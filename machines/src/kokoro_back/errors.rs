@@ -31,6 +31,18 @@ pub enum KokoroBackError {
         /// Values the decoder takes.
         want: usize,
     },
+    /// A `next_window` whose F0 or style does not fit the streamed chunk.
+    #[error("next_window has {f0} F0 values and {style} style values; the streamed chunk needs {want_f0} and {want_style} finite ones")]
+    WindowMismatch {
+        /// F0 values given.
+        f0: usize,
+        /// Style values given.
+        style: usize,
+        /// F0 values the chunk has.
+        want_f0: usize,
+        /// Style values the decoder takes.
+        want_style: usize,
+    },
     /// Loading or running the network failed (foreign or truncated model file, bad node, kernel, lane).
     #[error(transparent)]
     Model(#[from] KokoroError),
@@ -60,6 +72,7 @@ impl KokoroBackError {
             Self::AsrShape { .. } => "asr_shape",
             Self::CurveLength { .. } => "curve_length",
             Self::Style { .. } => "style_length",
+            Self::WindowMismatch { .. } => "window_mismatch",
             Self::Model(_) => "model_failed",
             Self::NotLoaded => "not_loaded",
             Self::AlreadyLoaded => "already_loaded",

@@ -3,6 +3,7 @@
 use super::errors::KokoroBackError;
 use crate::tts::Slot;
 use voxlane_actors::tts::kokoro::front::{FrontOutput, STYLE_DIM};
+use voxlane_actors::tts::kokoro::window::StreamShape;
 use voxlane_runtime::onnx::OnnxModel;
 use voxlane_runtime::{DiagnosticsSnapshot, LanePool};
 
@@ -32,6 +33,9 @@ pub struct Run<'a> {
     pub style: &'a [f32],
     /// The lanes to compute on.
     pub lanes: &'a LanePool,
+    /// Cut the audio into windows and emit the first early (when the chunk
+    /// is long enough for the shape); `None` runs it whole.
+    pub stream: Option<StreamShape>,
 }
 
 impl<'a> Run<'a> {
@@ -43,7 +47,48 @@ impl<'a> Run<'a> {
             n: &front.n,
             style: style.get(..STYLE_DIM / 2).unwrap_or(style),
             lanes,
+            stream: None,
         }
+    }
+
+    /// This run, streamed in windows of `shape`.
+    pub fn streamed(self, shape: StreamShape) -> Self {
+        Self {
+            stream: Some(shape),
+            ..self
+        }
+    }
+}
+
+/// Generate the next window of the chunk a streamed `run` began: the same
+/// chunk's F0 curve and decoder style (the decoder features stay bound).
+#[derive(Clone, Copy)]
+pub struct NextWindow<'a> {
+    /// The chunk's F0 curve `[2F]`.
+    pub f0: &'a [f32],
+    /// The decoder half of the style row.
+    pub style: &'a [f32],
+    /// The lanes to compute on.
+    pub lanes: &'a LanePool,
+}
+
+impl<'a> NextWindow<'a> {
+    /// The next window of the chunk `front` holds, with its full 256-value style row.
+    pub fn from_front(front: &'a FrontOutput, style: &'a [f32], lanes: &'a LanePool) -> Self {
+        Self {
+            f0: &front.f0,
+            style: style.get(..STYLE_DIM / 2).unwrap_or(style),
+            lanes,
+        }
+    }
+}
+
+impl std::fmt::Debug for NextWindow<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NextWindow")
+            .field("f0", &self.f0.len())
+            .field("style", &self.style.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -54,6 +99,7 @@ impl std::fmt::Debug for Run<'_> {
             .field("f0", &self.f0.len())
             .field("n", &self.n.len())
             .field("style", &self.style.len())
+            .field("stream", &self.stream)
             .finish_non_exhaustive()
     }
 }
@@ -72,6 +118,12 @@ pub enum Event<'a> {
     Run(Run<'a>),
     /// Outcome: this many samples of audio are in the output buffer.
     BackDone(usize),
+    /// Outcome: a window's samples are in the output buffer; more windows follow.
+    WindowDone(usize),
+    /// Generate the next window of a streamed chunk.
+    NextWindow(NextWindow<'a>),
+    /// Drop the rest of a streamed chunk.
+    Cancel,
     /// Outcome: the network failed on the chunk.
     BackError(Slot<KokoroBackError>),
     /// Reply with the diagnostics counters.
@@ -87,6 +139,9 @@ impl Event<'_> {
             Self::LoadError(_) => "load_error",
             Self::Run(_) => "run",
             Self::BackDone(_) => "back_done",
+            Self::WindowDone(_) => "window_done",
+            Self::NextWindow(_) => "next_window",
+            Self::Cancel => "cancel",
             Self::BackError(_) => "back_error",
             Self::CaptureDiagnostics => "capture_diagnostics",
         }
@@ -101,11 +156,20 @@ pub enum Reply {
         /// Channels of `asr` (512).
         asr_channels: usize,
     },
-    /// `back_done`: the audio (24 kHz) is in the stage's output buffer.
+    /// `back_done`: the audio (24 kHz) is in the stage's output buffer (for
+    /// a streamed chunk: its last window).
     Audio {
         /// Samples written.
         samples: usize,
     },
+    /// `window_done`: a window of a streamed chunk is in the output buffer;
+    /// `next_window` gives the next.
+    Window {
+        /// Samples written.
+        samples: usize,
+    },
+    /// `cancel`: the rest of the streamed chunk was dropped.
+    Cancelled,
     /// The counters.
     Diagnostics(DiagnosticsSnapshot),
     /// `*_error`: the request was rejected or failed.
@@ -130,6 +194,8 @@ pub enum FollowUp {
     LoadError(KokoroBackError),
     /// See [`Event::BackDone`].
     BackDone(usize),
+    /// See [`Event::WindowDone`].
+    WindowDone(usize),
     /// See [`Event::BackError`].
     BackError(KokoroBackError),
 }
@@ -141,6 +207,7 @@ impl FollowUp {
             Self::LoadDone => Event::LoadDone,
             Self::LoadError(e) => Event::LoadError(Slot::new(e)),
             Self::BackDone(n) => Event::BackDone(n),
+            Self::WindowDone(n) => Event::WindowDone(n),
             Self::BackError(e) => Event::BackError(Slot::new(e)),
         }
     }

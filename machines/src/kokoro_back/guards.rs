@@ -2,7 +2,7 @@
 //! fixed order (asr, curves, style); each guard holds for the first problem
 //! only, so exactly one edge matches a `run`.
 
-use super::events::Run;
+use super::events::{NextWindow, Run};
 use super::machine::KokoroBackMachine;
 use voxlane_actors::tts::kokoro::front::STYLE_DIM;
 
@@ -61,7 +61,29 @@ pub fn guard_style_invalid(m: &KokoroBackMachine, r: &Run<'_>) -> bool {
     problem(m, r) == Some(Problem::Style)
 }
 
-/// Every shape fits: decode.
-pub fn guard_shapes_valid(m: &KokoroBackMachine, r: &Run<'_>) -> bool {
-    problem(m, r).is_none()
+/// Whether `r` asks for windows and its chunk is long enough to cut.
+fn cuts_into_windows(m: &KokoroBackMachine, r: &Run<'_>) -> bool {
+    r.stream.is_some_and(|s| s.plan(frames(m, r)).is_some())
+}
+
+/// Every shape fits and the chunk runs whole (not streamed, or too short to cut).
+pub fn guard_run_whole(m: &KokoroBackMachine, r: &Run<'_>) -> bool {
+    problem(m, r).is_none() && !cuts_into_windows(m, r)
+}
+
+/// Every shape fits and the chunk is cut into windows, the first emitted early.
+pub fn guard_stream_windows(m: &KokoroBackMachine, r: &Run<'_>) -> bool {
+    problem(m, r).is_none() && cuts_into_windows(m, r)
+}
+
+/// `next_window` carries the streamed chunk's F0 length and a decoder style.
+pub fn guard_window_matches(m: &KokoroBackMachine, w: &NextWindow<'_>) -> bool {
+    m.plan
+        .is_some_and(|p| w.f0.len() == 2 * p.frames && w.style.len() == DECODER_STYLE)
+        && w.style.iter().all(|v| v.is_finite())
+}
+
+/// `next_window` does not fit the streamed chunk.
+pub fn guard_window_mismatch(m: &KokoroBackMachine, w: &NextWindow<'_>) -> bool {
+    !guard_window_matches(m, w)
 }

@@ -7,20 +7,24 @@
 
 use super::actions::*;
 use super::errors::KokoroBackError;
-use super::events::{Event, Load, Reply, Run, Sink};
+use super::events::{Event, Load, NextWindow, Reply, Run, Sink};
 use super::guards::*;
 use super::table::SPEC;
 use crate::core::{Bookkeeping, Fired};
 use crate::{internal, transition};
 use statig::prelude::*;
 use voxlane_actors::tts::kokoro::back::{BackOutput, KokoroBack};
+use voxlane_actors::tts::kokoro::window::WindowPlan;
 use voxlane_runtime::onnx::OnnxModel;
 
 /// Context that persists across events: the bound back half (with its
-/// workspaces) and the output buffer it reuses.
+/// workspaces), the output buffer it reuses and, while a chunk streams, its
+/// window plan.
 pub struct KokoroBackMachine {
     /// Decoder + generator, once loaded.
     pub back: Option<KokoroBack>,
+    /// The windows of the chunk being streamed.
+    pub plan: Option<WindowPlan>,
     /// The last chunk's `conv_post` and audio.
     pub output: BackOutput,
     /// Counters, edge trace and current state.
@@ -31,6 +35,7 @@ impl Default for KokoroBackMachine {
     fn default() -> Self {
         Self {
             back: None,
+            plan: None,
             output: BackOutput::default(),
             book: Bookkeeping::new(&SPEC),
         }
@@ -99,17 +104,24 @@ impl KokoroBackMachine {
                 guard_style_invalid,
                 effect_reject_style(self, r, context)
             ),
-            Event::Run(r) if guard_shapes_valid(self, r) => transition!(
+            Event::Run(r) if guard_run_whole(self, r) => transition!(
                 self,
-                guard_shapes_valid,
+                guard_run_whole,
                 effect_run_back(self, r, context),
+                State::running()
+            ),
+            Event::Run(r) if guard_stream_windows(self, r) => transition!(
+                self,
+                guard_stream_windows,
+                effect_run_first_window(self, r, context),
                 State::running()
             ),
             _ => Super,
         }
     }
 
-    /// A chunk was decoded; waits for `back_done` / `back_error`.
+    /// A chunk (or a window of it) was decoded; waits for `back_done` /
+    /// `window_done` / `back_error`.
     #[state(superstate = "back")]
     fn running(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
         match event {
@@ -119,10 +131,42 @@ impl KokoroBackMachine {
                 effect_reply_audio(self, *samples, context),
                 State::ready()
             ),
+            Event::WindowDone(samples) => transition!(
+                self,
+                always,
+                effect_reply_window(self, *samples, context),
+                State::streaming()
+            ),
             Event::BackError(e) => transition!(
                 self,
                 always,
                 effect_reply_back_error(self, e, context),
+                State::ready()
+            ),
+            _ => Super,
+        }
+    }
+
+    /// A streamed chunk between windows: `next_window` generates the next,
+    /// `cancel` drops the rest.
+    #[state(superstate = "back")]
+    fn streaming(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
+        match event {
+            Event::NextWindow(w) if guard_window_matches(self, w) => transition!(
+                self,
+                guard_window_matches,
+                effect_run_next_window(self, w, context),
+                State::running()
+            ),
+            Event::NextWindow(w) if guard_window_mismatch(self, w) => internal!(
+                self,
+                guard_window_mismatch,
+                effect_reject_window(self, w, context)
+            ),
+            Event::Cancel => transition!(
+                self,
+                always,
+                effect_cancel_stream(self, context),
                 State::ready()
             ),
             _ => Super,
@@ -152,6 +196,7 @@ pub fn state_name(s: &State) -> &'static str {
         State::Loading {} => "loading",
         State::Ready {} => "ready",
         State::Running {} => "running",
+        State::Streaming {} => "streaming",
     }
 }
 
@@ -229,9 +274,19 @@ impl BackStage {
         self.handle(&Event::Load(Load { model }))
     }
 
-    /// Decode one chunk.
+    /// Decode one chunk (or, streamed, its first window).
     pub fn run(&mut self, run: Run<'_>) -> Reply {
         self.handle(&Event::Run(run))
+    }
+
+    /// Generate the next window of a streamed chunk.
+    pub fn next_window(&mut self, next: NextWindow<'_>) -> Reply {
+        self.handle(&Event::NextWindow(next))
+    }
+
+    /// Drop the rest of a streamed chunk.
+    pub fn cancel(&mut self) -> Reply {
+        self.handle(&Event::Cancel)
     }
 
     /// The last chunk's audio (24 kHz).

@@ -8,6 +8,11 @@
 //! N of 2F values) and `guard_style_invalid` (the decoder half: 128 finite
 //! values), or run by `effect_run_back` into `running`, whose `back_done`
 //! outcome leaves the chunk's 24 kHz audio in the context's output buffer.
+//! A run with `stream: Some(shape)` long enough to cut
+//! (`guard_stream_windows`) decodes the whole chunk but generates only its
+//! first window (`effect_run_first_window`); `window_done` parks it in
+//! `streaming`, where `next_window` generates the next (the last one ends in
+//! `back_done`) and `cancel` drops the rest.
 
 pub mod actions;
 pub mod errors;
@@ -17,6 +22,6 @@ pub mod machine;
 pub mod table;
 
 pub use errors::KokoroBackError;
-pub use events::{Event, FollowUp, Load, Reply, Run, Sink};
+pub use events::{Event, FollowUp, Load, NextWindow, Reply, Run, Sink};
 pub use machine::BackStage;
 pub use table::SPEC;

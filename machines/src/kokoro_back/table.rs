@@ -33,7 +33,13 @@ pub const STATES: &[StateSpec] = &[
         name: "running",
         parent: Some("back"),
         superstate: false,
-        doc: "a chunk was decoded, awaiting its outcome event",
+        doc: "a chunk or one of its windows was decoded, awaiting its outcome event",
+    },
+    StateSpec {
+        name: "streaming",
+        parent: Some("back"),
+        superstate: false,
+        doc: "a streamed chunk between windows, decoder features kept",
     },
 ];
 
@@ -44,6 +50,9 @@ pub const EVENTS: &[&str] = &[
     "load_error",
     "run",
     "back_done",
+    "window_done",
+    "next_window",
+    "cancel",
     "back_error",
     "capture_diagnostics",
 ];
@@ -103,8 +112,15 @@ pub const TRANSITIONS: &[Transition] = &[
     edge(
         "ready",
         "run",
-        "guard_shapes_valid",
+        "guard_run_whole",
         "effect_run_back",
+        "running",
+    ),
+    edge(
+        "ready",
+        "run",
+        "guard_stream_windows",
+        "effect_run_first_window",
         "running",
     ),
     edge(
@@ -112,6 +128,34 @@ pub const TRANSITIONS: &[Transition] = &[
         "back_done",
         ALWAYS,
         "effect_reply_audio",
+        "ready",
+    ),
+    edge(
+        "running",
+        "window_done",
+        ALWAYS,
+        "effect_reply_window",
+        "streaming",
+    ),
+    edge(
+        "streaming",
+        "next_window",
+        "guard_window_matches",
+        "effect_run_next_window",
+        "running",
+    ),
+    edge(
+        "streaming",
+        "next_window",
+        "guard_window_mismatch",
+        "effect_reject_window",
+        "streaming",
+    ),
+    edge(
+        "streaming",
+        "cancel",
+        ALWAYS,
+        "effect_cancel_stream",
         "ready",
     ),
     edge(

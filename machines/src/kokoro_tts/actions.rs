@@ -13,6 +13,7 @@ use crate::tts::Slot;
 use voxlane_actors::tts::frontend::Punctuation;
 use voxlane_actors::tts::kokoro::front::FrontOutput;
 use voxlane_actors::tts::kokoro::graph::KokoroError;
+use voxlane_actors::tts::kokoro::window::StreamShape;
 use voxlane_actors::tts::voices::Voices;
 use voxlane_runtime::onnx::OnnxModel;
 use voxlane_runtime::{Fork, LanePool, PoolOptions};
@@ -156,6 +157,8 @@ fn prepare(m: &mut KokoroTtsMachine, s: &Synthesize<'_>) -> Result<Utterance, Tt
         next: 0,
         style: None,
         dropped: tokens.dropped,
+        early: s.early,
+        front: None,
     })
 }
 
@@ -251,11 +254,81 @@ pub fn effect_run_back(
     });
 }
 
-fn reply_chunk(u: &Utterance, samples: usize, sink: &mut Sink) {
+fn window_follow_up(u: &mut Utterance, reply: Option<kokoro_back::Reply>) -> FollowUp {
+    match reply {
+        Some(kokoro_back::Reply::Window { samples }) => FollowUp::WindowDone(samples),
+        Some(kokoro_back::Reply::Audio { samples }) => {
+            u.front = None;
+            FollowUp::ChunkDone(samples)
+        }
+        Some(kokoro_back::Reply::Error(e)) => {
+            u.front = None;
+            FollowUp::ChunkError(e.into())
+        }
+        Some(other) => {
+            u.front = None;
+            FollowUp::ChunkError(stray("back", other))
+        }
+        None => FollowUp::ChunkError(TtsError::MissingPayload("front_done")),
+    }
+}
+
+/// Decode the chunk's front output but generate only its first window
+/// (kept for the rest); raise `window_done`, `chunk_done` or `chunk_error`.
+pub fn effect_stream_back(
+    m: &mut KokoroTtsMachine,
+    u: &mut Utterance,
+    o: &Slot<FrontOutput>,
+    sink: &mut Sink,
+) {
+    u.front = o.take().map(Box::new);
+    let reply = match (m.stages.as_mut(), u.style.as_ref(), u.front.as_deref()) {
+        (Some(st), Some(style), Some(front)) => Some(st.back.run(
+            kokoro_back::Run::from_front(front, &style.0, &st.pool).streamed(StreamShape::EARLY),
+        )),
+        _ => None,
+    };
+    sink.follow_up = Some(window_follow_up(u, reply));
+}
+
+/// Generate the next window of the chunk being streamed; raise
+/// `window_done`, `chunk_done` (its last window) or `chunk_error`.
+pub fn effect_run_next_window(m: &mut KokoroTtsMachine, u: &mut Utterance, sink: &mut Sink) {
+    let reply = match (m.stages.as_mut(), u.style.as_ref(), u.front.as_deref()) {
+        (Some(st), Some(style), Some(front)) => Some(st.back.next_window(
+            kokoro_back::NextWindow::from_front(front, &style.0, &st.pool),
+        )),
+        _ => None,
+    };
+    sink.follow_up = Some(window_follow_up(u, reply));
+}
+
+/// Emit a window of the chunk; more of it follows.
+pub fn effect_emit_window(
+    _m: &mut KokoroTtsMachine,
+    u: &Utterance,
+    samples: usize,
+    sink: &mut Sink,
+) {
+    reply_chunk(u, samples, true, sink);
+}
+
+/// Drop the rest of the utterance, and of the chunk the back stage streams.
+pub fn effect_cancel_stream(m: &mut KokoroTtsMachine, u: &mut Utterance, sink: &mut Sink) {
+    u.front = None;
+    if let Some(st) = m.stages.as_mut() {
+        // The back stage leaves `streaming` whatever it replies.
+        let _ = st.back.cancel();
+    }
+    effect_cancel(m, u, sink);
+}
+
+fn reply_chunk(u: &Utterance, samples: usize, partial: bool, sink: &mut Sink) {
     sink.reply = Some(TtsReply::Chunk {
         index: u.next.saturating_sub(1),
         of: u.chunks.len(),
         samples,
+        partial,
     });
 }
 
@@ -267,7 +340,7 @@ pub fn effect_emit_chunk(
     sink: &mut Sink,
 ) {
     u.style = None;
-    reply_chunk(u, samples, sink);
+    reply_chunk(u, samples, false, sink);
 }
 
 /// Emit the utterance's last chunk.
@@ -277,7 +350,7 @@ pub fn effect_emit_last_chunk(
     samples: usize,
     sink: &mut Sink,
 ) {
-    reply_chunk(u, samples, sink);
+    reply_chunk(u, samples, false, sink);
 }
 
 /// Reply `front_error` / `chunk_error`; the utterance is dropped.

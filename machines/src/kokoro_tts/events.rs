@@ -33,6 +33,8 @@ pub struct Synthesize<'a> {
     pub voice: &'a str,
     /// Speaking rate, 0.5..=2.0.
     pub speed: f32,
+    /// Emit the first chunk's audio in windows, the first early.
+    pub early: bool,
 }
 
 /// One utterance in flight: its chunks, voice and progress (state-local
@@ -51,6 +53,10 @@ pub struct Utterance {
     pub style: Option<Style>,
     /// Phonemes the vocab lacks, dropped by the frontend.
     pub dropped: Vec<char>,
+    /// Stream the first chunk in windows (early first audio).
+    pub early: bool,
+    /// The front output of a chunk being streamed window by window.
+    pub front: Option<Box<FrontOutput>>,
 }
 
 impl std::fmt::Debug for Utterance {
@@ -60,6 +66,8 @@ impl std::fmt::Debug for Utterance {
             .field("next", &self.next)
             .field("speed", &self.speed)
             .field("dropped", &self.dropped)
+            .field("early", &self.early)
+            .field("streaming", &self.front.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -88,6 +96,8 @@ pub enum Event<'a> {
     FrontError(Slot<TtsError>),
     /// Outcome: the chunk's audio (this many samples) is ready.
     ChunkDone(usize),
+    /// Outcome: a window of the chunk's audio (this many samples) is ready; more follow.
+    WindowDone(usize),
     /// Outcome: the back stage failed the chunk.
     ChunkError(Slot<TtsError>),
     /// Drop the rest of the utterance.
@@ -110,6 +120,7 @@ impl Event<'_> {
             Self::FrontDone(_) => "front_done",
             Self::FrontError(_) => "front_error",
             Self::ChunkDone(_) => "chunk_done",
+            Self::WindowDone(_) => "window_done",
             Self::ChunkError(_) => "chunk_error",
             Self::Cancel => "cancel",
             Self::CaptureDiagnostics => "capture_diagnostics",
@@ -136,7 +147,8 @@ pub enum TtsReply {
         /// Phonemes the vocab lacks, dropped.
         dropped: Vec<char>,
     },
-    /// `chunk_done`: chunk `index` of `of` is in the back stage's output buffer.
+    /// `chunk_done` / `window_done`: audio of chunk `index` of `of` is in the
+    /// back stage's output buffer.
     Chunk {
         /// Its index.
         index: usize,
@@ -144,6 +156,8 @@ pub enum TtsReply {
         of: usize,
         /// Samples of 24 kHz audio.
         samples: usize,
+        /// More windows of this chunk follow (`next_chunk` gives them).
+        partial: bool,
     },
     /// `cancel` done: this many chunks were not run.
     Cancelled {
@@ -182,6 +196,8 @@ pub enum FollowUp {
     FrontError(TtsError),
     /// See [`Event::ChunkDone`].
     ChunkDone(usize),
+    /// See [`Event::WindowDone`].
+    WindowDone(usize),
     /// See [`Event::ChunkError`].
     ChunkError(TtsError),
 }
@@ -197,6 +213,7 @@ impl FollowUp {
             Self::FrontDone(o) => Event::FrontDone(Slot::new(*o)),
             Self::FrontError(e) => Event::FrontError(Slot::new(e)),
             Self::ChunkDone(n) => Event::ChunkDone(n),
+            Self::WindowDone(n) => Event::WindowDone(n),
             Self::ChunkError(e) => Event::ChunkError(Slot::new(e)),
         }
     }

@@ -65,3 +65,14 @@ pub fn guard_more_chunks(u: &Utterance) -> bool {
 pub fn guard_last_chunk(u: &Utterance) -> bool {
     !guard_more_chunks(u)
 }
+
+/// The chunk just through the front stage is the first of an utterance
+/// asking for early first audio: stream it in windows.
+pub fn guard_stream_chunk(u: &Utterance) -> bool {
+    u.early && u.next == 1
+}
+
+/// The chunk just through the front stage runs whole.
+pub fn guard_whole_chunk(u: &Utterance) -> bool {
+    !guard_stream_chunk(u)
+}

@@ -183,10 +183,16 @@ impl KokoroTtsMachine {
         event: &Event<'_>,
     ) -> Outcome<State> {
         match event {
-            Event::FrontDone(o) => transition!(
+            Event::FrontDone(o) if guard_whole_chunk(utterance) => transition!(
                 self,
-                always,
+                guard_whole_chunk,
                 effect_run_back(self, utterance, o, context),
+                State::running_back(take(utterance))
+            ),
+            Event::FrontDone(o) if guard_stream_chunk(utterance) => transition!(
+                self,
+                guard_stream_chunk,
+                effect_stream_back(self, utterance, o, context),
                 State::running_back(take(utterance))
             ),
             Event::FrontError(e) => transition!(
@@ -199,7 +205,8 @@ impl KokoroTtsMachine {
         }
     }
 
-    /// The chunk went through the back stage; waits for `chunk_done` / `chunk_error`.
+    /// The chunk (or a window of it) went through the back stage; waits for
+    /// `chunk_done` / `window_done` / `chunk_error`.
     #[state(superstate = "loaded")]
     fn running_back(
         &mut self,
@@ -220,10 +227,42 @@ impl KokoroTtsMachine {
                 effect_emit_last_chunk(self, utterance, *samples, context),
                 State::ready()
             ),
+            Event::WindowDone(samples) => transition!(
+                self,
+                always,
+                effect_emit_window(self, utterance, *samples, context),
+                State::streaming_chunk(take(utterance))
+            ),
             Event::ChunkError(e) => transition!(
                 self,
                 always,
                 effect_reply_chunk_error(self, e, context),
+                State::ready()
+            ),
+            _ => Super,
+        }
+    }
+
+    /// A chunk part-way through its windows: `next_chunk` generates the next
+    /// window, `cancel` drops the rest.
+    #[state(superstate = "loaded")]
+    fn streaming_chunk(
+        &mut self,
+        utterance: &mut Utterance,
+        context: &mut Sink,
+        event: &Event<'_>,
+    ) -> Outcome<State> {
+        match event {
+            Event::NextChunk => transition!(
+                self,
+                always,
+                effect_run_next_window(self, utterance, context),
+                State::running_back(take(utterance))
+            ),
+            Event::Cancel => transition!(
+                self,
+                always,
+                effect_cancel_stream(self, utterance, context),
                 State::ready()
             ),
             _ => Super,
@@ -268,6 +307,7 @@ pub fn state_name(s: &State) -> &'static str {
         State::Synthesizing { .. } => "synthesizing",
         State::RunningFront { .. } => "running_front",
         State::RunningBack { .. } => "running_back",
+        State::StreamingChunk { .. } => "streaming_chunk",
     }
 }
 
@@ -352,9 +392,14 @@ impl TtsMachine {
         self.handle(&Event::Load(load))
     }
 
-    /// Start an utterance.
-    pub fn synthesize(&mut self, text: &str, voice: &str, speed: f32) -> TtsReply {
-        self.handle(&Event::Synthesize(Synthesize { text, voice, speed }))
+    /// Start an utterance (its first chunk streamed in windows when `early`).
+    pub fn synthesize(&mut self, text: &str, voice: &str, speed: f32, early: bool) -> TtsReply {
+        self.handle(&Event::Synthesize(Synthesize {
+            text,
+            voice,
+            speed,
+            early,
+        }))
     }
 
     /// Run the next chunk; its audio is then in [`Self::audio`].

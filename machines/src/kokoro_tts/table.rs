@@ -57,7 +57,13 @@ pub const STATES: &[StateSpec] = &[
         name: "running_back",
         parent: Some("loaded"),
         superstate: false,
-        doc: "the chunk through the kokoro_back stage, awaiting its outcome",
+        doc: "the chunk (or a window of it) through the kokoro_back stage, awaiting its outcome",
+    },
+    StateSpec {
+        name: "streaming_chunk",
+        parent: Some("loaded"),
+        superstate: false,
+        doc: "a chunk part-way through its windows (its front output state-local)",
     },
 ];
 
@@ -73,6 +79,7 @@ pub const EVENTS: &[&str] = &[
     "front_done",
     "front_error",
     "chunk_done",
+    "window_done",
     "chunk_error",
     "cancel",
     "capture_diagnostics",
@@ -183,8 +190,15 @@ pub const TRANSITIONS: &[Transition] = &[
     edge(
         "running_front",
         "front_done",
-        ALWAYS,
+        "guard_whole_chunk",
         "effect_run_back",
+        "running_back",
+    ),
+    edge(
+        "running_front",
+        "front_done",
+        "guard_stream_chunk",
+        "effect_stream_back",
         "running_back",
     ),
     edge(
@@ -210,9 +224,30 @@ pub const TRANSITIONS: &[Transition] = &[
     ),
     edge(
         "running_back",
+        "window_done",
+        ALWAYS,
+        "effect_emit_window",
+        "streaming_chunk",
+    ),
+    edge(
+        "running_back",
         "chunk_error",
         ALWAYS,
         "effect_reply_chunk_error",
+        "ready",
+    ),
+    edge(
+        "streaming_chunk",
+        "next_chunk",
+        ALWAYS,
+        "effect_run_next_window",
+        "running_back",
+    ),
+    edge(
+        "streaming_chunk",
+        "cancel",
+        ALWAYS,
+        "effect_cancel_stream",
         "ready",
     ),
     edge(

@@ -241,6 +241,12 @@ impl KokoroBack {
         self.pending.is_some()
     }
 
+    /// Drop the rest of a streamed utterance (its kept seam too).
+    pub fn end_stream(&mut self) {
+        self.pending = None;
+        self.seam.clear();
+    }
+
     /// Generate window `k` of `plan`, crossfade its leading seam with the
     /// kept tail of window `k - 1`, keep its own trailing seam region, and
     /// leave exactly its emitted samples in `out.audio`.
