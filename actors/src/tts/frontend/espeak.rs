@@ -1,10 +1,11 @@
-//! Phonemization with the `espeak-ng` program (en-us, IPA), one clause per line.
-//!
-//! Running the binary (rather than linking libespeak-ng) keeps the build free
-//! of C dependencies and matches how the fixtures were made:
-//! `espeak-ng -q --ipa -v en-us`.
+//! Phonemization with espeak-ng (en-us, IPA): in process through
+//! libespeak-ng when it loads ([`super::espeak_lib`]), else the `espeak-ng`
+//! program with one clause per line. Both give what made the fixtures:
+//! `espeak-ng -q --ipa -v en-us`. Neither is linked at build time, so the
+//! build stays free of C dependencies.
 
 use super::error::FrontendError;
+use super::espeak_lib;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -19,11 +20,13 @@ pub trait Phonemizer {
 /// cannot deadlock and no helper thread is needed.
 const BATCH_BYTES: usize = 8 * 1024;
 
-/// The `espeak-ng` program as a [`Phonemizer`].
+/// espeak-ng as a [`Phonemizer`].
 #[derive(Debug, Clone)]
 pub struct EspeakNg {
     program: String,
     voice: String,
+    /// Try libespeak-ng in process before the program.
+    library: bool,
 }
 
 impl Default for EspeakNg {
@@ -31,20 +34,35 @@ impl Default for EspeakNg {
         Self {
             program: "espeak-ng".into(),
             voice: "en-us".into(),
+            library: true,
         }
     }
 }
 
 impl EspeakNg {
-    /// `espeak-ng` from `PATH`, voice `en-us`.
+    /// libespeak-ng in process when it loads, else `espeak-ng` from `PATH`; voice `en-us`.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Use another program (a path, or a name looked up in `PATH`).
+    /// Use this program (a path, or a name looked up in `PATH`), never the library.
     pub fn program(mut self, program: impl Into<String>) -> Self {
         self.program = program.into();
+        self.library = false;
         self
+    }
+
+    /// Whether phonemes come from libespeak-ng in process (else the program).
+    pub fn in_process(&self) -> bool {
+        self.library && espeak_lib::available()
+    }
+
+    /// One clause through the library: its pieces (the library may split a
+    /// long clause) joined as the program's lines are.
+    fn library_clause(&self, clause: &str) -> Result<String, FrontendError> {
+        let pieces = espeak_lib::phonemize(&one_line(clause), &self.voice)?;
+        let cleaned: Vec<String> = pieces.iter().map(|p| clean_line(p)).collect();
+        Ok(join_words(cleaned.iter().map(String::as_str)))
     }
 
     /// Use another espeak-ng voice (`en-gb`, ...).
@@ -117,6 +135,9 @@ impl EspeakNg {
 
 impl Phonemizer for EspeakNg {
     fn phonemize(&self, clauses: &[&str]) -> Result<Vec<String>, FrontendError> {
+        if self.in_process() {
+            return clauses.iter().map(|c| self.library_clause(c)).collect();
+        }
         let mut out = Vec::with_capacity(clauses.len());
         let mut start = 0;
         while start < clauses.len() {
@@ -184,6 +205,26 @@ mod tests {
         assert_eq!(clean_line("(fr)kafe(en) ˌoʊ lˈeɪ"), "kafe ˌoʊ lˈeɪ");
         assert_eq!(clean_line(" a  b "), "a b");
         assert_eq!(clean_line("(x y) z"), "(x y) z");
+    }
+
+    #[test]
+    fn library_and_program_give_the_same_phonemes() {
+        let lib = EspeakNg::new();
+        if !lib.in_process() {
+            eprintln!("libespeak-ng is not installed: nothing to compare");
+            return;
+        }
+        let program = EspeakNg::new().program("espeak-ng");
+        let clauses = [
+            "Please call Stella and ask her to bring these things",
+            "In 1999 Dr Smith paid three dollars for twelve eggs",
+            "Mr O'Neil's dog can't swim",
+            "I read the book yesterday and I will read it again",
+        ];
+        match program.phonemize(&clauses) {
+            Ok(want) => assert_eq!(lib.phonemize(&clauses).unwrap(), want),
+            Err(e) => eprintln!("the espeak-ng program is missing ({e}): nothing to compare"),
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! IPA phonemes (espeak-ng en-us) → token ids, in chunks the model accepts.
 //!
 //! ```text
-//! normalize ─► split ─► Phonemizer (espeak-ng) ─► Vocab ─► chunk ─► [0, ids…, 0]
+//! normalize ─► split ─► Phonemizer (libespeak-ng, or the espeak-ng program) ─► Vocab ─► chunk ─► [0, ids…, 0]
 //! ```
 //!
 //! Kokoro takes at most [`MAX_IDS`] ids per call (its position table has 512
@@ -12,6 +12,7 @@
 pub mod chunk;
 pub mod error;
 pub mod espeak;
+pub mod espeak_lib;
 pub mod normalize;
 pub mod numbers;
 pub mod split;
