@@ -142,7 +142,11 @@ pub fn child(args: &[String]) -> Result<(), String> {
     for (name, text, early) in [("short", SHORT, true), ("long", LONG, false)] {
         let mut once = || -> Result<(f64, f64, usize), String> {
             let t0 = Instant::now();
-            let chunks = if early { prepare(&frontend, &pack, text)? } else { long.clone() };
+            let chunks = if early {
+                prepare(&frontend, &pack, text)?
+            } else {
+                long.clone()
+            };
             let prep = t0.elapsed().as_secs_f64();
             let (secs, first, samples) = synth(&mut tts, &chunks, &pool, early)?;
             Ok((secs, first + prep, samples))
