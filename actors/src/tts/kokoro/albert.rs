@@ -91,8 +91,16 @@ impl Albert {
         let q = g.qlinear(&format!("{LAYER}/attention/query/MatMul_quant"))?;
         let k = g.qlinear(&format!("{LAYER}/attention/key/MatMul_quant"))?;
         let v = g.qlinear(&format!("{LAYER}/attention/value/MatMul_quant"))?;
-        let gelu = g.node_op("FastGelu", "FastGelu")?;
-        let ffn_bias = g.f32s(&g.input_tensor(gelu, 1)?)?;
+        let mut ffn = g.qlinear(&format!("{LAYER}/ffn/MatMul_quant"))?;
+        let ffn_bias = match g.node_op("FastGelu", "FastGelu") {
+            Ok(gelu) => g.f32s(&g.input_tensor(gelu, 1)?)?,
+            // A plain export adds the ffn bias right after its MatMul; the
+            // GELU here adds it, so the Linear must not.
+            Err(_) => ffn.bias.take().ok_or_else(|| KokoroError::BadNode {
+                node: format!("{LAYER}/ffn"),
+                detail: "no FastGelu bias and no ffn bias".into(),
+            })?,
+        };
         crate::kernels::error::check_len("ffn bias", FFN, ffn_bias.len())?;
         let norm = |name: &str, dim: usize| -> Result<LayerNormParams, KokoroError> {
             let n = g.layer_norm(name)?;
@@ -113,10 +121,15 @@ impl Albert {
                 &format!("{LAYER}/attention/LayerNorm/LayerNormalization"),
                 HIDDEN,
             )?,
-            ffn: g.qlinear(&format!("{LAYER}/ffn/MatMul_quant"))?,
+            ffn,
             ffn_bias,
             ffn_out: g.qlinear(&format!("{LAYER}/ffn_output/MatMul_quant"))?,
-            full_norm: norm("SkipLayerNormalization", HIDDEN)?,
+            full_norm: {
+                let n = g.layer_norm_after(&format!("{LAYER}/ffn_output/MatMul_quant"))?;
+                crate::kernels::error::check_len("layer norm gamma", HIDDEN, n.gamma.len())?;
+                crate::kernels::error::check_len("layer norm beta", HIDDEN, n.beta.len())?;
+                n
+            },
             bert_encoder: g.qlinear("/encoder/bert_encoder/MatMul_quant")?,
         })
     }

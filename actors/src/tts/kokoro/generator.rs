@@ -119,9 +119,8 @@ fn conv_transpose(fc: &FloatConv) -> Result<ConvTranspose1d, KokoroError> {
 }
 
 fn first_input_f32s(g: &KokoroGraph<'_>, node: &str, i: usize) -> Result<Vec<f32>, KokoroError> {
-    let n = g.node(node)?;
-    let t = g.input_tensor(n, i)?;
-    g.f32s(&t)
+    // An initializer in the int8 export; possibly a `Constant` in a plain one.
+    g.const_input_f32s(node, i)
 }
 
 impl Generator {

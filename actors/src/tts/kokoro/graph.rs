@@ -1,4 +1,14 @@
-//! Typed weight bundles resolved from Kokoro's int8 ONNX export.
+//! Typed weight bundles resolved from Kokoro's ONNX exports.
+//!
+//! Two graphs load: the int8 export (`kokoro-v1.0.int8.onnx`) and the plain
+//! fp32 export (`kokoro-v1.0.onnx`). The stage loaders ask for the int8
+//! node names (`.../MatMul_quant`); when that node is absent, [`KokoroGraph::node`]
+//! resolves the float node it was quantized from (the name without `_quant`;
+//! `<x>/Gemm_MatMul_quant` was the Linear `<x>/Gemm`), and each resolver
+//! quantizes the float weights at load time exactly as onnxruntime's
+//! `quantize_dynamic` did for the int8 export ([`super::quant::weights`]), so
+//! both graphs run on the same int8 kernels. Weights the fp32 graph computes
+//! in the graph (weight norm) are folded by [`super::fold`].
 //!
 //! The export's conventions (see `GRAPH.md`, "Quantization scheme") are
 //! followed from a compute node outward through the graph, never by guessing
@@ -10,7 +20,8 @@
 
 use voxlane_runtime::onnx::{DataType, Node, OnnxError, OnnxModel, Tensor};
 
-use super::quant::{QConv, QLinear, QLstm};
+use super::fold::{fold, ConstData};
+use super::quant::{weights, QConv, QLinear, QLstm};
 use crate::kernels::conv1d::Conv1dParams;
 use crate::kernels::KernelError;
 
@@ -146,12 +157,22 @@ impl<'m> KokoroGraph<'m> {
         self.model
     }
 
-    /// The node named `name`.
+    /// The node named `name`; in a float graph, an int8 name `<x>_quant`
+    /// resolves to the float node `<x>` it was quantized from (and
+    /// `<x>/Gemm_MatMul_quant` to the Linear's `<x>/Gemm`).
     pub fn node(&self, name: &str) -> Result<&'m Node, KokoroError> {
-        self.model
-            .graph()
-            .node(name)
-            .ok_or_else(|| KokoroError::MissingNode(name.to_string()))
+        let g = self.model.graph();
+        if let Some(n) = g.node(name) {
+            return Ok(n);
+        }
+        let float = name.strip_suffix("_quant").and_then(|base| {
+            g.node(base).or_else(|| {
+                base.strip_suffix("_MatMul")
+                    .and_then(|gemm| g.node(gemm))
+                    .filter(|n| n.op_type == "Gemm")
+            })
+        });
+        float.ok_or_else(|| KokoroError::MissingNode(name.to_string()))
     }
 
     /// The node named `name`, checked to be an `op`.
@@ -178,6 +199,31 @@ impl<'m> KokoroGraph<'m> {
             .filter(|s| !s.is_empty())
             .ok_or_else(|| bad_node(node, format!("has no input {i}")))?;
         self.tensor(name)
+    }
+
+    /// Input `i` of `node` as a float constant: an initializer, or a value the
+    /// graph computes from initializers (e.g. weight norm), folded. Returns
+    /// the dims and the elements.
+    pub fn const_input(
+        &self,
+        node: &Node,
+        i: usize,
+    ) -> Result<(Vec<usize>, Vec<f32>), KokoroError> {
+        let name = node
+            .inputs
+            .get(i)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| bad_node(node, format!("has no input {i}")))?;
+        let c = fold(self.model, name)?;
+        match c.data {
+            ConstData::F32(v) => Ok((c.dims, v)),
+            ConstData::I64(_) => Err(bad_node(node, format!("input `{name}` is not float"))),
+        }
+    }
+
+    /// Float elements of input `i` of the node named `node` (see [`Self::const_input`]).
+    pub fn const_input_f32s(&self, node: &str, i: usize) -> Result<Vec<f32>, KokoroError> {
+        Ok(self.const_input(self.node(node)?, i)?.1)
     }
 
     /// Float elements of an initializer.
@@ -256,9 +302,19 @@ impl<'m> KokoroGraph<'m> {
     }
 
     /// `MatMulInteger` `name`: int8 `[in, out]` weight, per-channel scale from
-    /// its `*_scales_mul`, zero points, and the bias of the following Add.
+    /// its `*_scales_mul`, zero points, and the bias of the following Add. In
+    /// a float graph, the `MatMul` (+ bias Add) or `Gemm` it was quantized
+    /// from, its weight quantized per output channel.
     pub fn qlinear(&self, name: &str) -> Result<QLinear, KokoroError> {
-        let node = self.node_op(name, "MatMulInteger")?;
+        let node = self.node(name)?;
+        match node.op_type.as_str() {
+            "MatMulInteger" => self.qlinear_int8(node),
+            "MatMul" | "Gemm" => self.qlinear_float(node),
+            op => Err(bad_node(node, format!("is a {op}, expected MatMulInteger"))),
+        }
+    }
+
+    fn qlinear_int8(&self, node: &'m Node) -> Result<QLinear, KokoroError> {
         let wt = self.input_tensor(node, 1)?;
         let dims = wt.shape();
         let [k, n] = dims[..] else {
@@ -293,25 +349,85 @@ impl<'m> KokoroGraph<'m> {
         })
     }
 
+    /// A float `MatMul` (weight `[in, out]`, bias from the following Add) or
+    /// `Gemm` (`transB`: weight `[out, in]`; bias input 2), quantized.
+    fn qlinear_float(&self, node: &'m Node) -> Result<QLinear, KokoroError> {
+        let (dims, w) = self.const_input(node, 1)?;
+        let [a, b] = dims[..] else {
+            return Err(bad_node(
+                node,
+                format!("weight dims {dims:?}, expected rank 2"),
+            ));
+        };
+        let gemm = node.op_type == "Gemm";
+        let trans_b = gemm && node.attr_int("transB").unwrap_or(0) != 0;
+        if gemm
+            && (node.attr_int("transA").unwrap_or(0) != 0
+                || node.attr_float("alpha").unwrap_or(1.0) != 1.0
+                || node.attr_float("beta").unwrap_or(1.0) != 1.0)
+        {
+            return Err(bad_node(
+                node,
+                "Gemm with transA, alpha or beta is not a Linear",
+            ));
+        }
+        let (k, n, w) = if trans_b {
+            let mut t = vec![0.0f32; w.len()];
+            for (o, row) in w.chunks_exact(b.max(1)).enumerate() {
+                for (i, &v) in row.iter().enumerate() {
+                    t[i * a + o] = v;
+                }
+            }
+            (b, a, t)
+        } else {
+            (a, b, w)
+        };
+        let bias = if gemm {
+            match node.inputs.get(2).filter(|s| !s.is_empty()) {
+                Some(_) => Some(self.const_input(node, 2)?.1),
+                None => None,
+            }
+        } else {
+            match self.next_op(node, "Add") {
+                Ok(add) => match self.init_operand(add) {
+                    Ok(b) if b.numel() == n => Some(self.f32s(&b)?),
+                    _ => None,
+                },
+                Err(_) => None,
+            }
+        };
+        if bias.as_ref().is_some_and(|b| b.len() != n) {
+            return Err(bad_node(node, format!("bias is not [{n}]")));
+        }
+        let (weight, w_scale) = weights::i8_per_column(&w, k, n);
+        QLinear::new(k, n, weight, w_scale, vec![0; n], bias).map_err(|e| match e {
+            KokoroError::Kernel(k) => bad_node(node, k.to_string()),
+            e => e,
+        })
+    }
+
     /// `ConvInteger` `name`: uint8 `[out, in/g, k]` weight (input 1), per-tensor
     /// scale from `<module>.bias_scale_node`, zero point, attributes, and the
     /// float bias the graph floor-quantizes (if any).
+    /// In a float graph, the `Conv` it was quantized from (weight folded if the
+    /// graph computes it), quantized per tensor.
     pub fn qconv(&self, name: &str) -> Result<QConv, KokoroError> {
-        let node = self.node_op(name, "ConvInteger")?;
-        let wt = self.input_tensor(node, 1)?;
-        let dims = wt.shape();
+        let node = self.node(name)?;
+        match node.op_type.as_str() {
+            "ConvInteger" => self.qconv_int8(node),
+            "Conv" => self.qconv_float(node),
+            op => Err(bad_node(node, format!("is a {op}, expected ConvInteger"))),
+        }
+    }
+
+    /// Conv1d geometry from a `Conv` / `ConvInteger`'s attributes and weight dims.
+    fn conv_params(&self, node: &Node, dims: &[usize]) -> Result<Conv1dParams, KokoroError> {
         let [c_out, cig, kernel] = dims[..] else {
-            return Err(bad_tensor(
-                &wt,
+            return Err(bad_node(
+                node,
                 format!("weight dims {dims:?}, expected [out, in, k]"),
             ));
         };
-        let weight = self.u8_vec(&wt)?;
-        let zpt = self.input_tensor(node, 3)?;
-        let w_zero = *self
-            .u8_vec(&zpt)?
-            .first()
-            .ok_or_else(|| bad_tensor(&zpt, "empty zero point"))?;
         let groups = node.attr_int("group").unwrap_or(1).max(1) as usize;
         let pads = node.attr_ints("pads").unwrap_or(&[0, 0]);
         let (pl, pr) = (
@@ -328,11 +444,36 @@ impl<'m> KokoroGraph<'m> {
             .and_then(|s| s.first())
             .copied()
             .unwrap_or(1);
-        let params = Conv1dParams::new(cig * groups, c_out, kernel)
+        Ok(Conv1dParams::new(cig * groups, c_out, kernel)
             .stride(stride as usize)
             .dilation(dilation as usize)
             .padding(pl, pr)
-            .groups(groups);
+            .groups(groups))
+    }
+
+    fn qconv_float(&self, node: &'m Node) -> Result<QConv, KokoroError> {
+        let (dims, w) = self.const_input(node, 1)?;
+        let params = self.conv_params(node, &dims)?;
+        let bias = match node.inputs.get(2).filter(|s| !s.is_empty()) {
+            Some(_) => Some(self.const_input(node, 2)?.1),
+            None => None,
+        };
+        let (weight, w_scale, w_zero) = weights::u8_per_tensor(&w);
+        QConv::new(params, weight, w_scale, w_zero, bias).map_err(|e| match e {
+            KokoroError::Kernel(k) => bad_node(node, k.to_string()),
+            e => e,
+        })
+    }
+
+    fn qconv_int8(&self, node: &'m Node) -> Result<QConv, KokoroError> {
+        let wt = self.input_tensor(node, 1)?;
+        let weight = self.u8_vec(&wt)?;
+        let params = self.conv_params(node, &wt.shape())?;
+        let zpt = self.input_tensor(node, 3)?;
+        let w_zero = *self
+            .u8_vec(&zpt)?
+            .first()
+            .ok_or_else(|| bad_tensor(&zpt, "empty zero point"))?;
         // With a bias: Add(int32) → Cast → Mul(bias_scale); without: Cast → Mul.
         let (bias, cast) = match self.next_op(node, "Add") {
             Ok(add) => {
@@ -381,16 +522,15 @@ impl<'m> KokoroGraph<'m> {
                 format!("is a {}, expected a float conv", node.op_type),
             ));
         }
-        let wt = self.input_tensor(node, 1)?;
-        let shape = wt.shape();
+        let (shape, weight) = self.const_input(node, 1)?;
         let [a, b, c] = shape[..] else {
-            return Err(bad_tensor(
-                &wt,
+            return Err(bad_node(
+                node,
                 format!("weight dims {shape:?}, expected rank 3"),
             ));
         };
         let bias = match node.inputs.get(2).filter(|s| !s.is_empty()) {
-            Some(_) => Some(self.f32s(&self.input_tensor(node, 2)?)?),
+            Some(_) => Some(self.const_input(node, 2)?.1),
             None => None,
         };
         let first = |attr: &str, dflt: i64| {
@@ -402,7 +542,7 @@ impl<'m> KokoroGraph<'m> {
         };
         Ok(FloatConv {
             dims: [a, b, c],
-            weight: self.f32s(&wt)?,
+            weight,
             bias,
             pad: first("pads", 0),
             stride: first("strides", 1).max(1),
@@ -426,12 +566,40 @@ impl<'m> KokoroGraph<'m> {
             return Err(bad_node(node, "has a bias input (not supported)"));
         }
         Ok(LayerNormParams {
-            gamma: self.f32s(&self.input_tensor(node, g)?)?,
-            beta: self.f32s(&self.input_tensor(node, b)?)?,
+            // Initializers, or `Constant`s (a norm without affine parameters).
+            gamma: self.const_input(node, g)?.1,
+            beta: self.const_input(node, b)?.1,
             eps: node
                 .attr_float("epsilon")
                 .ok_or_else(|| bad_node(node, "has no epsilon"))?,
         })
+    }
+
+    /// The layer norm the output of node `name` flows into through its bias
+    /// and residual `Add`s (and, in the int8 graph, the dequantizing `Cast`
+    /// / `Mul`): `SkipLayerNormalization` in the onnxruntime-fused int8
+    /// graph, `Add` → `LayerNormalization` in a plain export.
+    pub fn layer_norm_after(&self, name: &str) -> Result<LayerNormParams, KokoroError> {
+        let start = self.node(name)?;
+        let mut frontier = vec![start];
+        for _ in 0..6 {
+            let mut next = Vec::new();
+            for n in frontier {
+                for out in &n.outputs {
+                    for c in self.model.graph().consumers(out) {
+                        match c.op_type.as_str() {
+                            "LayerNormalization" | "SkipLayerNormalization" => {
+                                return self.layer_norm(&c.name)
+                            }
+                            "Add" | "Cast" | "Mul" => next.push(c),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            frontier = next;
+        }
+        Err(bad_node(start, "output does not reach a layer norm"))
     }
 
     /// `Gather` `name` on an INT8 table, with its `DequantizeLinear` scale and zero point.
@@ -445,6 +613,17 @@ impl<'m> KokoroGraph<'m> {
                 format!("table dims {shape:?}, expected [rows, dim]"),
             ));
         };
+        if t.data_type != DataType::Int8 {
+            // A float table (fp32 graph): quantized per tensor as the export did.
+            let (table, scale) = weights::i8_per_tensor(&self.f32s(&t)?);
+            return Ok(QEmbedding {
+                rows,
+                dim,
+                table,
+                scale,
+                zero_point: 0,
+            });
+        }
         let table = self.i8_vec(&t)?;
         let dq = self.next_op(node, "DequantizeLinear")?;
         let st = self.input_tensor(dq, 1)?;
@@ -473,8 +652,89 @@ impl<'m> KokoroGraph<'m> {
 
     /// `DynamicQuantizeLSTM` `name`: W `[2,in,4H]`, R `[2,H,4H]` int8 (gates iofc),
     /// B `[2,8H]`, per-direction W/R scales and zero points (inputs 8..=11).
+    /// In a float graph, the ONNX `LSTM` it was quantized from (W `[2, 4H, in]`,
+    /// R `[2, 4H, H]`), quantized per direction and transposed to that layout.
     pub fn qlstm(&self, name: &str) -> Result<QLstm, KokoroError> {
-        let node = self.node_op(name, "DynamicQuantizeLSTM")?;
+        let node = self.node(name)?;
+        match node.op_type.as_str() {
+            "DynamicQuantizeLSTM" => self.qlstm_int8(node),
+            "LSTM" => self.qlstm_float(node),
+            op => Err(bad_node(
+                node,
+                format!("is a {op}, expected DynamicQuantizeLSTM"),
+            )),
+        }
+    }
+
+    fn qlstm_float(&self, node: &'m Node) -> Result<QLstm, KokoroError> {
+        let hidden = node
+            .attr_int("hidden_size")
+            .and_then(|h| usize::try_from(h).ok())
+            .filter(|&h| h > 0)
+            .ok_or_else(|| bad_node(node, "has no positive hidden_size"))?;
+        if node.attr("activations").is_some()
+            || node.attr("clip").is_some()
+            || node.attr_int("input_forget").unwrap_or(0) != 0
+            || node.attr_int("layout").unwrap_or(0) != 0
+        {
+            return Err(bad_node(
+                node,
+                "non-default activations / clip / input_forget / layout",
+            ));
+        }
+        let (wd, w) = self.const_input(node, 1)?;
+        let (rd, r) = self.const_input(node, 2)?;
+        let [dirs, g4, input] = wd[..] else {
+            return Err(bad_node(
+                node,
+                format!("W dims {wd:?}, expected [dirs, 4H, in]"),
+            ));
+        };
+        if input == 0 || g4 != 4 * hidden || rd != [dirs, 4 * hidden, hidden] {
+            return Err(bad_node(node, "W/R shapes disagree with hidden_size"));
+        }
+        let b = match node.inputs.get(3).filter(|s| !s.is_empty()) {
+            Some(_) => self.const_input(node, 3)?.1,
+            None => vec![0.0; dirs * 8 * hidden],
+        };
+        if b.len() != dirs * 8 * hidden {
+            return Err(bad_node(node, format!("B has {} elements", b.len())));
+        }
+        // Per direction: quantize [4H, cols] as one tensor, store it [cols, 4H].
+        let quantize = |m: &[f32], cols: usize| -> (Vec<i8>, Vec<f32>) {
+            let mut q = vec![0i8; m.len()];
+            let mut scales = Vec::with_capacity(dirs);
+            for (d, block) in m.chunks_exact(g4 * cols).enumerate() {
+                let (qd, s) = weights::i8_per_tensor(block);
+                scales.push(s);
+                let dst = &mut q[d * g4 * cols..(d + 1) * g4 * cols];
+                for (gate, row) in qd.chunks_exact(cols).enumerate() {
+                    for (c, &v) in row.iter().enumerate() {
+                        dst[c * g4 + gate] = v;
+                    }
+                }
+            }
+            (q, scales)
+        };
+        let (wq, ws) = quantize(&w, input);
+        let (rq, rs) = quantize(&r, hidden);
+        QLstm::new(
+            input,
+            hidden,
+            dirs,
+            wq,
+            rq,
+            b,
+            [ws, rs],
+            [vec![0; dirs], vec![0; dirs]],
+        )
+        .map_err(|e| match e {
+            KokoroError::Kernel(k) => bad_node(node, k.to_string()),
+            e => e,
+        })
+    }
+
+    fn qlstm_int8(&self, node: &'m Node) -> Result<QLstm, KokoroError> {
         let hidden = node
             .attr_int("hidden_size")
             .ok_or_else(|| bad_node(node, "has no hidden_size"))? as usize;

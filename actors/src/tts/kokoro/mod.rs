@@ -13,6 +13,7 @@ pub mod albert;
 pub mod back;
 pub mod blocks;
 pub mod decoder;
+pub mod fold;
 pub mod front;
 pub mod generator;
 pub mod graph;

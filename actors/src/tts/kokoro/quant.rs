@@ -654,6 +654,92 @@ impl QLstm {
     }
 }
 
+/// Weight quantization as onnxruntime's `quantize_dynamic` did it for
+/// Kokoro's int8 export, so a float (fp32) graph loads into the same int8
+/// kernels as the int8 export: with `reduce_range` (7-bit ranges), INT8
+/// weights symmetric (`[-64, 64]`, zero point 0), UINT8 conv weights
+/// asymmetric (`[0, 127]`). As `quant_utils.compute_scale_zp`: the range
+/// always includes 0, `scale = (rmax − rmin) / (qmax − qmin)` in f64 then
+/// stored as f32 (1.0 when it is below `f32::MIN_POSITIVE`), the asymmetric
+/// zero point `round(qmin − rmin / scale)`; then `QuantizeLinear`:
+/// `q = round_half_even(w / scale) + zp`, saturated to the type.
+/// Re-quantizing the int8 export's dequantized weights gives them back bit for bit.
+pub mod weights {
+    /// `[qmin, qmax]` of INT8 symmetric weights with `reduce_range`.
+    pub const I8_RANGE: (f32, f32) = (-64.0, 64.0);
+    /// `[qmin, qmax]` of UINT8 weights with `reduce_range`.
+    pub const U8_RANGE: (f32, f32) = (0.0, 127.0);
+
+    /// `(rmin, rmax)` of `w` widened to include 0.
+    fn range(w: impl Iterator<Item = f32>) -> (f32, f32) {
+        w.fold((0.0f32, 0.0f32), |(lo, hi), v| (lo.min(v), hi.max(v)))
+    }
+
+    /// `(scale, zero_point)` for `[rmin, rmax]` onto `[qmin, qmax]`.
+    fn scale_zp(rmin: f32, rmax: f32, (qmin, qmax): (f32, f32), symmetric: bool) -> (f32, f32) {
+        let (rmin, rmax) = if symmetric {
+            let a = rmin.abs().max(rmax.abs());
+            (-a, a)
+        } else {
+            (rmin, rmax)
+        };
+        let scale = f64::from(rmax - rmin) / f64::from(qmax - qmin);
+        if scale < f64::from(f32::MIN_POSITIVE) {
+            return (1.0, 0.0);
+        }
+        let zp = if symmetric {
+            ((f64::from(qmin) + f64::from(qmax)) / 2.0).round_ties_even()
+        } else {
+            (f64::from(qmin) - f64::from(rmin) / scale).round_ties_even()
+        };
+        (scale as f32, zp as f32)
+    }
+
+    /// `QuantizeLinear` of one value, saturated to `[lo, hi]` (the storage type).
+    fn quantize(v: f32, scale: f32, zp: f32, lo: f32, hi: f32) -> f32 {
+        ((v / scale).round_ties_even() + zp).clamp(lo, hi)
+    }
+
+    /// INT8 symmetric, one scale for all of `w` (embeddings, one LSTM direction).
+    pub fn i8_per_tensor(w: &[f32]) -> (Vec<i8>, f32) {
+        let (lo, hi) = range(w.iter().copied());
+        let (scale, _) = scale_zp(lo, hi, I8_RANGE, true);
+        let q = w
+            .iter()
+            .map(|&v| quantize(v, scale, 0.0, -128.0, 127.0) as i8)
+            .collect();
+        (q, scale)
+    }
+
+    /// INT8 symmetric per output column of a `[k, n]` MatMul weight; returns
+    /// the weight (same layout) and the `[n]` scales.
+    pub fn i8_per_column(w: &[f32], k: usize, n: usize) -> (Vec<i8>, Vec<f32>) {
+        let scales: Vec<f32> = (0..n)
+            .map(|c| {
+                let (lo, hi) = range((0..k).map(|r| w[r * n + c]));
+                scale_zp(lo, hi, I8_RANGE, true).0
+            })
+            .collect();
+        let q = w
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| quantize(v, scales[i % n], 0.0, -128.0, 127.0) as i8)
+            .collect();
+        (q, scales)
+    }
+
+    /// UINT8 asymmetric, one scale and zero point for all of `w` (conv weights).
+    pub fn u8_per_tensor(w: &[f32]) -> (Vec<u8>, f32, u8) {
+        let (lo, hi) = range(w.iter().copied());
+        let (scale, zp) = scale_zp(lo, hi, U8_RANGE, false);
+        let q = w
+            .iter()
+            .map(|&v| quantize(v, scale, zp, 0.0, 255.0) as u8)
+            .collect();
+        (q, scale, zp as u8)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -695,5 +781,24 @@ mod tests {
         l.forward(&Serial, &x, m, &mut out, &mut MatmulWorkspace::default())
             .expect("forward");
         assert_eq!(out, l.forward_reference(&x, m).expect("reference"));
+    }
+
+    #[test]
+    fn weight_quantizers_follow_quantize_dynamic() {
+        // Symmetric INT8: absmax 64 → scale 1, ties to even, ±64 at the ends.
+        let (q, s) = weights::i8_per_tensor(&[-64.0, 2.5, 3.5, -0.5, 10.2]);
+        assert_eq!(s, 1.0);
+        assert_eq!(q, vec![-64, 2, 4, 0, 10]);
+        // Per column of [k=2, n=2].
+        let (q, s) = weights::i8_per_column(&[1.0, -0.5, -2.0, 0.25], 2, 2);
+        assert_eq!(s, vec![2.0 / 64.0, 0.5 / 64.0]);
+        assert_eq!(q, vec![32, -64, -64, 32]);
+        // Asymmetric UINT8 over [-1, 3]: scale 4/127, zero point round(127/4).
+        let (q, s, z) = weights::u8_per_tensor(&[-1.0, 0.0, 3.0]);
+        assert_eq!(s, (4.0f64 / 127.0) as f32);
+        assert_eq!(z, 32);
+        assert_eq!(q, vec![0, 32, 127]);
+        // All zeros: scale 1, zero point 0.
+        assert_eq!(weights::u8_per_tensor(&[0.0; 3]), (vec![0; 3], 1.0, 0));
     }
 }
