@@ -35,6 +35,7 @@ use super::conv1d::{out_len_padded, pad_into, Conv1dParams};
 use super::cpu::{self, simd_level, SimdLevel};
 use super::error::{check_len, KernelError};
 use super::matmul::{quantize_activations, ActivationQuant, IntWeights};
+use super::quantize;
 
 /// Output channels per register tile of the dense route.
 pub const MR: usize = 6;
@@ -888,13 +889,7 @@ fn quantize_into(
     let (lo, hi) = minmax[..chunks]
         .iter()
         .fold((0.0f32, 0.0f32), |(lo, hi), m| (lo.min(m[0]), hi.max(m[1])));
-    // Same expressions as `ActivationQuant::for_tensor`.
-    let scale = if hi == lo { 1.0 } else { (hi - lo) / 255.0 };
-    let zp = (0.0 - lo / scale).clamp(0.0, 255.0).round_ties_even();
-    let aq = ActivationQuant {
-        scale,
-        zero_point: zp as u8,
-    };
+    let aq = ActivationQuant::from_range(lo, hi);
     pool.for_each_chunk_mut(dst, QUANT_CHUNK, |i, d| {
         let src = &x[i * QUANT_CHUNK..i * QUANT_CHUNK + d.len()];
         quantize_slice(route, aq, src, d);
@@ -902,37 +897,27 @@ fn quantize_into(
     Ok(aq)
 }
 
-/// `[min(0, x…), max(0, x…)]`, NaNs ignored (as `f32::min`/`max`).
-fn range_of(route: IntRoute, x: &[f32]) -> [f32; 2] {
+/// The [`quantize`] route of an int route.
+fn quant_level(route: IntRoute) -> SimdLevel {
     match route {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: AVX-512 was detected (VNNI implies it here).
-        IntRoute::Vnni => unsafe { x86::range_avx512(x) },
-        _ => x
-            .iter()
-            .fold([0.0f32, 0.0f32], |[lo, hi], &v| [lo.min(v), hi.max(v)]),
+        IntRoute::Vnni => SimdLevel::Avx512,
+        IntRoute::Avx2 => SimdLevel::Avx2,
+        IntRoute::Scalar => SimdLevel::Scalar,
     }
 }
 
+/// `[min(0, x…), max(0, x…)]`, NaNs ignored (as `f32::min`/`max`).
+fn range_of(route: IntRoute, x: &[f32]) -> [f32; 2] {
+    quantize::range_with(quant_level(route), x)
+}
+
 fn quantize_slice(route: IntRoute, aq: ActivationQuant, x: &[f32], dst: &mut [u8]) {
-    match route {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: AVX-512 was detected (VNNI implies it here).
-        IntRoute::Vnni => unsafe { x86::quantize_avx512(aq, x, dst) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: AVX2 was detected.
-        IntRoute::Avx2 => unsafe { x86::quantize_avx2(aq, x, dst) },
-        _ => {
-            for (d, &v) in dst.iter_mut().zip(x) {
-                *d = aq.quantize(v);
-            }
-        }
-    }
+    quantize::quantize_with(quant_level(route), aq, x, dst)
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{ActivationQuant, Conv1dInt8, Sink, MR, TILE};
+    use super::{Conv1dInt8, Sink, MR, TILE};
     use std::arch::x86_64::*;
 
     /// `MR × 16·NV` frames with `vpdpbusd` (u8 × i8 → i32, wrapping).
@@ -1063,84 +1048,6 @@ mod x86 {
         t: usize,
     ) {
         conv.finish_row(co, acc, base, window, sink, t_out, t)
-    }
-
-    /// `[min(0, x…), max(0, x…)]`; `vminps(v, acc)` returns `acc` for a NaN `v`.
-    ///
-    /// # Safety
-    /// Needs AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn range_avx512(x: &[f32]) -> [f32; 2] {
-        let (mut lo, mut hi) = (_mm512_setzero_ps(), _mm512_setzero_ps());
-        let mut chunks = x.chunks_exact(16);
-        for c in &mut chunks {
-            let v = _mm512_loadu_ps(c.as_ptr());
-            lo = _mm512_min_ps(v, lo);
-            hi = _mm512_max_ps(v, hi);
-        }
-        let (mut l, mut h) = (_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi));
-        for &v in chunks.remainder() {
-            l = l.min(v);
-            h = h.max(v);
-        }
-        [l, h]
-    }
-
-    /// `((v / scale).round_ties_even() + zp).clamp(0, 255) as u8`, 16 at a time;
-    /// `vmaxps(r, 0)` maps NaN to 0 as the scalar cast does.
-    ///
-    /// # Safety
-    /// Needs AVX-512F/BW; `dst.len() == x.len()`.
-    #[target_feature(enable = "avx512f,avx512bw")]
-    pub(super) unsafe fn quantize_avx512(aq: ActivationQuant, x: &[f32], dst: &mut [u8]) {
-        let (scale, zp) = (
-            _mm512_set1_ps(aq.scale),
-            _mm512_set1_ps(aq.zero_point as f32),
-        );
-        let (zero, top) = (_mm512_setzero_ps(), _mm512_set1_ps(255.0));
-        let n = x.len().min(dst.len());
-        let mut i = 0;
-        while i + 16 <= n {
-            let v = _mm512_div_ps(_mm512_loadu_ps(x.as_ptr().add(i)), scale);
-            let v = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
-            let v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, zp), zero), top);
-            let q = _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v));
-            _mm_storeu_si128(dst.as_mut_ptr().add(i) as *mut _, q);
-            i += 16;
-        }
-        for j in i..n {
-            dst[j] = aq.quantize(x[j]);
-        }
-    }
-
-    /// As [`quantize_avx512`], 8 at a time with AVX2.
-    ///
-    /// # Safety
-    /// Needs AVX2; `dst.len() == x.len()`.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn quantize_avx2(aq: ActivationQuant, x: &[f32], dst: &mut [u8]) {
-        let (scale, zp) = (
-            _mm256_set1_ps(aq.scale),
-            _mm256_set1_ps(aq.zero_point as f32),
-        );
-        let (zero, top) = (_mm256_setzero_ps(), _mm256_set1_ps(255.0));
-        let gather = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
-        let n = x.len().min(dst.len());
-        let mut i = 0;
-        while i + 8 <= n {
-            let v = _mm256_div_ps(_mm256_loadu_ps(x.as_ptr().add(i)), scale);
-            let v = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
-            let v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, zp), zero), top);
-            let q = _mm256_cvttps_epi32(v);
-            // 0..=255 survives both saturating packs; bytes 0..4 of each lane.
-            let q = _mm256_packus_epi16(_mm256_packus_epi32(q, q), _mm256_setzero_si256());
-            let q = _mm256_permutevar8x32_epi32(q, gather);
-            _mm_storel_epi64(dst.as_mut_ptr().add(i) as *mut _, _mm256_castsi256_si128(q));
-            i += 8;
-        }
-        for j in i..n {
-            dst[j] = aq.quantize(x[j]);
-        }
     }
 }
 

@@ -11,6 +11,7 @@ pub mod error;
 pub mod f32_matvec;
 pub mod lstm;
 pub mod matmul;
+pub mod quantize;
 pub mod sgemm;
 
 pub use error::KernelError;

@@ -43,23 +43,14 @@ pub struct ActivationQuant {
 }
 
 impl ActivationQuant {
-    /// Parameters for a whole activation tensor.
+    /// Parameters for a whole activation tensor (scalar reference range).
     pub fn for_tensor(a: &[f32]) -> Self {
-        // 16 running extremes so the loop vectorizes (`f32::min` does not);
-        // NaN is skipped either way, so the result is the sequential one.
-        let (mut los, mut his) = ([0.0f32; 16], [0.0f32; 16]);
-        let mut chunks = a.chunks_exact(16);
-        for c in &mut chunks {
-            for i in 0..16 {
-                los[i] = if c[i] < los[i] { c[i] } else { los[i] };
-                his[i] = if c[i] > his[i] { c[i] } else { his[i] };
-            }
-        }
-        let (mut lo, mut hi) = (0.0f32, 0.0f32);
-        for &v in los.iter().chain(his.iter()).chain(chunks.remainder()) {
-            lo = lo.min(v);
-            hi = hi.max(v);
-        }
+        let [lo, hi] = super::super::quantize::range_scalar(a);
+        Self::from_range(lo, hi)
+    }
+
+    /// Parameters for a tensor whose `[min(0, x…), max(0, x…)]` is `[lo, hi]`.
+    pub fn from_range(lo: f32, hi: f32) -> Self {
         let scale = if hi == lo { 1.0 } else { (hi - lo) / 255.0 };
         let zp = (0.0 - lo / scale).clamp(0.0, 255.0).round_ties_even();
         Self {
@@ -86,10 +77,9 @@ impl ActivationQuant {
 /// Quantize `a` per tensor into `dst` (same length), returning the parameters used.
 pub fn quantize_activations(a: &[f32], dst: &mut [u8]) -> Result<ActivationQuant, KernelError> {
     check_len("quantized activations", a.len(), dst.len())?;
-    let p = ActivationQuant::for_tensor(a);
-    for (d, &v) in dst.iter_mut().zip(a) {
-        *d = p.quantize(v);
-    }
+    let [lo, hi] = super::super::quantize::range(a);
+    let p = ActivationQuant::from_range(lo, hi);
+    super::super::quantize::quantize_into(p, a, dst);
     Ok(p)
 }
 

@@ -23,6 +23,7 @@ use voxlane_runtime::Fork;
 
 use super::graph::{KokoroError, KokoroGraph, LayerNormParams, QEmbedding};
 use super::pointwise;
+use super::qgemm::QGemmScratch;
 use super::quant::QLinear;
 use crate::kernels::matmul::MatmulWorkspace;
 
@@ -74,7 +75,10 @@ pub struct AlbertWorkspace {
     attn: Vec<f32>,
     ffn: Vec<f32>,
     ffn_out: Vec<f32>,
+    /// Attention output head by head, `[12, T, 64]`.
+    heads: Vec<f32>,
     mm: MatmulWorkspace,
+    qs: QGemmScratch,
 }
 
 fn sized(v: &mut Vec<f32>, n: usize) -> &mut [f32] {
@@ -144,6 +148,7 @@ impl Albert {
         sized(&mut ws.attn, t * HIDDEN);
         sized(&mut ws.ffn, t * FFN);
         sized(&mut ws.ffn_out, t * HIDDEN);
+        sized(&mut ws.heads, t * HIDDEN);
         ws.mm = MatmulWorkspace::new(t, FFN);
     }
 
@@ -184,14 +189,17 @@ impl Albert {
         let n = &self.emb_norm;
         pointwise::layer_norm(emb, EMBED, &n.gamma, &n.beta, n.eps);
         let hidden = sized(&mut ws.hidden, t * HIDDEN);
-        self.mapping_in.forward(pool, emb, t, hidden, &mut ws.mm)?;
+        self.mapping_in
+            .forward_with(pool, emb, t, hidden, &mut ws.mm, &mut ws.qs)?;
         for _ in 0..LAYERS {
             let qkv = sized(&mut ws.qkv, t * 3 * HIDDEN);
-            self.qkv.forward(pool, hidden, t, qkv, &mut ws.mm)?;
+            self.qkv
+                .forward_with(pool, hidden, t, qkv, &mut ws.mm, &mut ws.qs)?;
             let ctx = sized(&mut ws.ctx, t * HIDDEN);
-            attention(pool, qkv, t, ctx)?;
+            attention(pool, qkv, t, ctx, &mut ws.heads)?;
             let attn = sized(&mut ws.attn, t * HIDDEN);
-            self.dense.forward(pool, ctx, t, attn, &mut ws.mm)?;
+            self.dense
+                .forward_with(pool, ctx, t, attn, &mut ws.mm, &mut ws.qs)?;
             // Residual (IEEE addition commutes: same bits as the export's h + a).
             for (a, h) in attn.iter_mut().zip(hidden.iter()) {
                 *a += *h;
@@ -199,10 +207,12 @@ impl Albert {
             let n = &self.attn_norm;
             pointwise::layer_norm(attn, HIDDEN, &n.gamma, &n.beta, n.eps);
             let ffn = sized(&mut ws.ffn, t * FFN);
-            self.ffn.forward(pool, attn, t, ffn, &mut ws.mm)?;
+            self.ffn
+                .forward_with(pool, attn, t, ffn, &mut ws.mm, &mut ws.qs)?;
             pointwise::fast_gelu(ffn, &self.ffn_bias);
             let out = sized(&mut ws.ffn_out, t * HIDDEN);
-            self.ffn_out.forward(pool, ffn, t, out, &mut ws.mm)?;
+            self.ffn_out
+                .forward_with(pool, ffn, t, out, &mut ws.mm, &mut ws.qs)?;
             for (h, (o, a)) in hidden.iter_mut().zip(out.iter().zip(attn.iter())) {
                 *h = *o + *a;
             }
@@ -210,7 +220,7 @@ impl Albert {
             pointwise::skip_layer_norm(hidden, HIDDEN, &n.gamma, &n.beta, n.eps);
         }
         self.bert_encoder
-            .forward(pool, hidden, t, d_en, &mut ws.mm)?;
+            .forward_with(pool, hidden, t, d_en, &mut ws.mm, &mut ws.qs)?;
         Ok(())
     }
 }
@@ -221,11 +231,17 @@ impl Albert {
 /// Softmax / MatMul ([`pointwise::attention_head`]). Heads run in parallel
 /// (one chunk each, each computed the same way whatever the budget), so the
 /// result is budget-independent.
-fn attention(pool: &impl Fork, qkv: &[f32], t: usize, ctx: &mut [f32]) -> Result<(), KokoroError> {
+fn attention(
+    pool: &impl Fork,
+    qkv: &[f32],
+    t: usize,
+    ctx: &mut [f32],
+    heads: &mut Vec<f32>,
+) -> Result<(), KokoroError> {
     // The export scales q and k each by √(1/√d) (Cast → Sqrt → Div → Sqrt).
     let s = (1.0f32 / (HEAD_DIM as f32).sqrt()).sqrt();
-    let mut heads = vec![0.0f32; HEADS * t * HEAD_DIM];
-    pool.for_each_chunk_mut(&mut heads, t * HEAD_DIM, |h, out| {
+    let heads = sized(heads, HEADS * t * HEAD_DIM);
+    pool.for_each_chunk_mut(heads, t * HEAD_DIM, |h, out| {
         let mut q = vec![0.0f32; t * HEAD_DIM];
         let mut kt = vec![0.0f32; HEAD_DIM * t];
         for r in 0..t {

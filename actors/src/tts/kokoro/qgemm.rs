@@ -161,34 +161,24 @@ impl PackedInt8 {
                 sc[j] = aq.scale * self.scale[c];
                 bb[j] = bias.map_or(0.0, |b| b[c]);
             }
+            let consts = Epilogue {
+                cc: &cc[..nc],
+                zw: &zw[..nc],
+                sc: &sc[..nc],
+                bias: bias.map(|_| &bb[..nc]),
+            };
             let mut acc = [0i32; TILE_R * CHUNK_COLS];
             let mut r0 = 0;
             while r0 < m {
                 let rows = TILE_R.min(m - r0);
                 self.tile(a, r0, rows, c0 / NB, &mut acc);
                 for r in 0..rows {
-                    let a_sum = sums[r0 + r];
                     // SAFETY: this chunk alone writes columns `cols` of every row.
                     let y = unsafe {
                         std::slice::from_raw_parts_mut(dst.get().add((r0 + r) * n + c0), nc)
                     };
                     let dots = &acc[r * CHUNK_COLS..r * CHUNK_COLS + nc];
-                    // Σ(a−za)(w−zw) = Σaw + (K·za·zw − za·Σw) − zw·Σa, wrapping.
-                    let v = |j: usize| {
-                        dots[j]
-                            .wrapping_add(cc[j])
-                            .wrapping_sub(zw[j].wrapping_mul(a_sum)) as f32
-                            * sc[j]
-                    };
-                    if bias.is_some() {
-                        for (j, o) in y.iter_mut().enumerate() {
-                            *o = v(j) + bb[j];
-                        }
-                    } else {
-                        for (j, o) in y.iter_mut().enumerate() {
-                            *o = v(j);
-                        }
-                    }
+                    self.finish_row(dots, sums[r0 + r], &consts, y);
                 }
                 r0 += rows;
             }
@@ -215,6 +205,17 @@ impl PackedInt8 {
         self.tile_reference(a, r0, rows, block0, acc);
     }
 
+    /// One output row of a chunk from its dot products (AVX-512 code on the VNNI route).
+    fn finish_row(&self, dots: &[i32], a_sum: i32, e: &Epilogue<'_>, y: &mut [f32]) {
+        #[cfg(target_arch = "x86_64")]
+        if self.vnni {
+            // SAFETY: AVX-512F is part of the VNNI route's features.
+            unsafe { vnni::finish_row(dots, a_sum, e, y) };
+            return;
+        }
+        e.apply(dots, a_sum, y);
+    }
+
     /// Readable reference of the tile: plain wrapping dot products.
     fn tile_reference(&self, a: &[u8], r0: usize, rows: usize, block0: usize, acc: &mut [i32]) {
         let k4 = self.kq / 4;
@@ -235,6 +236,36 @@ impl PackedInt8 {
     }
 }
 
+/// Per-column constants of one chunk's dequantization.
+struct Epilogue<'a> {
+    /// `K·za·zw − za·Σw` per column.
+    cc: &'a [i32],
+    /// Weight zero points.
+    zw: &'a [i32],
+    /// `a_scale · w_scale` per column.
+    sc: &'a [f32],
+    /// The bias, if the layer has one.
+    bias: Option<&'a [f32]>,
+}
+
+impl Epilogue<'_> {
+    /// `y = (Σaw + cc − zw·Σa) · sc (+ bias)`: `Σ(a−za)(w−zw)` with the
+    /// zero points folded in, wrapping; zipped equal-length slices so the
+    /// loop vectorizes.
+    #[inline(always)]
+    fn apply(&self, dots: &[i32], a_sum: i32, y: &mut [f32]) {
+        let consts = self.cc.iter().zip(self.zw).zip(self.sc);
+        for ((o, &d), ((&c, &z), &s)) in y.iter_mut().zip(dots).zip(consts) {
+            *o = d.wrapping_add(c).wrapping_sub(z.wrapping_mul(a_sum)) as f32 * s;
+        }
+        if let Some(bias) = self.bias {
+            for (o, &b) in y.iter_mut().zip(bias) {
+                *o += b;
+            }
+        }
+    }
+}
+
 /// Output pointer shared by lanes writing disjoint columns.
 #[derive(Clone, Copy)]
 struct Dst(*mut f32);
@@ -250,8 +281,17 @@ impl Dst {
 
 #[cfg(target_arch = "x86_64")]
 mod vnni {
-    use super::{PackedInt8, CHUNK_COLS, NB, TILE_B};
+    use super::{Epilogue, PackedInt8, CHUNK_COLS, NB, TILE_B};
     use std::arch::x86_64::*;
+
+    /// [`Epilogue::apply`] compiled for AVX-512.
+    ///
+    /// # Safety
+    /// AVX-512F must be available.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn finish_row(dots: &[i32], a_sum: i32, e: &Epilogue<'_>, y: &mut [f32]) {
+        e.apply(dots, a_sum, y)
+    }
 
     /// `R` rows × 4 blocks of 16 columns, K in groups of 4 bytes.
     ///

@@ -200,9 +200,22 @@ impl QLinear {
     ) -> Result<(), KokoroError> {
         // The VNNI route keeps its (small) quantized copy of `x` per call;
         // `ws` serves the dot-product route.
-        let mut qs = QGemmScratch::default();
+        self.forward_with(pool, x, m, out, ws, &mut QGemmScratch::default())
+    }
+
+    /// As [`QLinear::forward`], the VNNI route's quantized input in `qs`
+    /// (reused: no allocation once it has seen an input this large).
+    pub fn forward_with(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        m: usize,
+        out: &mut [f32],
+        ws: &mut MatmulWorkspace,
+        qs: &mut QGemmScratch,
+    ) -> Result<(), KokoroError> {
         self.packed
-            .run(pool, x, m, self.k, self.bias.as_deref(), out, ws, &mut qs)
+            .run(pool, x, m, self.k, self.bias.as_deref(), out, ws, qs)
     }
 
     /// Readable reference of [`QLinear::forward`].
