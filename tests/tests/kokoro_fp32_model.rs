@@ -8,7 +8,8 @@
 //! `actors/src/tts/kokoro/tools/make_fp32_reference.py` into
 //! `$VOXLANE_HOME/test-fp32/kokoro-v1.0.fp32-reference.onnx` (override with
 //! `VOXLANE_KOKORO_FP32`); without it (CI has no onnx/numpy tooling for it)
-//! the test prints why and passes.
+//! the test prints why and passes, unless `VOXLANE_REQUIRE_FP32` is set (CI builds
+//! the graph and sets it).
 
 use std::path::PathBuf;
 use voxlane_actors::tts::kokoro::pipeline::KokoroTts;
@@ -34,6 +35,10 @@ fn fp32_path() -> Option<PathBuf> {
 #[test]
 fn fp32_graph_speaks_like_the_int8_export() {
     let Some(fp32) = fp32_path() else {
+        assert!(
+            std::env::var_os("VOXLANE_REQUIRE_FP32").is_none(),
+            "VOXLANE_REQUIRE_FP32 is set but the fp32 Kokoro graph is missing"
+        );
         eprintln!(
             "skipped: no fp32 Kokoro graph (run actors/src/tts/kokoro/tools/make_fp32_reference.py \
              or set VOXLANE_KOKORO_FP32)"
