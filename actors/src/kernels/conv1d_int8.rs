@@ -41,6 +41,9 @@ use super::quantize;
 pub const MR: usize = 6;
 /// Output frames per parallel chunk (fixed: determinism).
 pub const TIME_CHUNK: usize = 128;
+/// Parallel units a dense conv aims for, splitting its output channels when
+/// it has fewer time chunks than this.
+const MIN_UNITS: usize = 8;
 /// Most output frames of one register tile.
 const TILE: usize = 64;
 /// Output channels per parallel block of the depthwise route.
@@ -627,7 +630,25 @@ impl Conv1dInt8 {
             sink,
             route: int_route(self.level),
         };
-        pool.for_each_chunk(t_out, TIME_CHUNK, |range| ctx.chunk(range.start, range.end))?;
+        // Units of TIME_CHUNK frames × a share of the output-channel blocks:
+        // short inputs (a decoder's hundred frames) still give every lane
+        // work. Integer sums are exact, so any split gives the same bits.
+        let time_chunks = t_out.div_ceil(TIME_CHUNK);
+        let blocks = (p.c_out / p.groups).div_ceil(MR);
+        let parts = MIN_UNITS.div_ceil(time_chunks).clamp(1, blocks);
+        let per_part = blocks.div_ceil(parts);
+        let parts = blocks.div_ceil(per_part);
+        pool.for_each_chunk(time_chunks * parts, 1, |units| {
+            for u in units {
+                let (tc, part) = (u / parts, u % parts);
+                let t0 = tc * TIME_CHUNK;
+                let b0 = part * per_part;
+                ctx.chunk(
+                    t0..(t0 + TIME_CHUNK).min(t_out),
+                    b0..(b0 + per_part).min(blocks),
+                );
+            }
+        })?;
         Ok(())
     }
 
@@ -705,7 +726,8 @@ struct Dense<'a> {
 
 impl Dense<'_> {
     /// Output frames `t0..t1` of every channel.
-    fn chunk(&self, t0: usize, t1: usize) {
+    fn chunk(&self, frames: std::ops::Range<usize>, block_range: std::ops::Range<usize>) {
+        let (t0, t1) = (frames.start, frames.end);
         let p = &self.conv.params;
         let (cig, cog, k, cbs) = (
             p.c_in / p.groups,
@@ -730,7 +752,7 @@ impl Dense<'_> {
                 }
             }
             let x = &self.xpack[g * cbs * self.cb_stride..(g + 1) * cbs * self.cb_stride];
-            for b in 0..blocks {
+            for b in block_range.clone() {
                 let rows = MR.min(cog - b * MR);
                 let co0 = g * cog + b * MR;
                 let w = &self.packed[(g * blocks + b) * wblock..(g * blocks + b + 1) * wblock];
