@@ -5,6 +5,7 @@
 pub mod book;
 pub mod diagram;
 pub mod edges;
+pub mod handle;
 pub mod table;
 pub mod trace;
 

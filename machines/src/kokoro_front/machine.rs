@@ -10,7 +10,7 @@ use super::errors::KokoroFrontError;
 use super::events::{Event, Load, Reply, Run, Sink};
 use super::guards::*;
 use super::table::SPEC;
-use crate::core::{Bookkeeping, Fired};
+use crate::core::Bookkeeping;
 use crate::{internal, transition};
 use statig::prelude::*;
 use voxlane_actors::tts::kokoro::front::{FrontWorkspace, KokoroFront};
@@ -193,60 +193,17 @@ pub struct FrontStage {
     sm: StateMachine<KokoroFrontMachine>,
 }
 
-impl Default for FrontStage {
-    fn default() -> Self {
-        Self::new()
+crate::machine_handle! {
+    /// A front stage in `unloaded`.
+    FrontStage for KokoroFrontMachine {
+        event: Event<'_>,
+        sink: Sink,
+        reply: Reply,
+        unexpected: |event, state| Reply::Error(KokoroFrontError::Unexpected { event, state }),
     }
 }
 
 impl FrontStage {
-    /// A front stage in `unloaded`.
-    pub fn new() -> Self {
-        Self {
-            sm: KokoroFrontMachine::default().state_machine(),
-        }
-    }
-
-    /// A front stage that logs every edge it takes (for conformance tests).
-    pub fn traced() -> Self {
-        let m = KokoroFrontMachine {
-            book: Bookkeeping::traced(&SPEC),
-            ..Default::default()
-        };
-        Self {
-            sm: m.state_machine(),
-        }
-    }
-
-    /// Step exactly one event, without feeding back the outcome event its
-    /// action raised (left in the returned sink).
-    pub fn step(&mut self, event: &Event<'_>) -> Sink {
-        let mut sink = Sink::default();
-        self.sm.handle_with_context(event, &mut sink);
-        sink
-    }
-
-    /// Feed an outcome left in `sink` by [`Self::step`] (one more step).
-    pub fn step_follow_up(&mut self, sink: &mut Sink) {
-        if let Some(next) = sink.follow_up.take() {
-            self.sm.handle_with_context(&next.into_event(), sink);
-        }
-    }
-
-    /// Handle `event` run-to-completion and return the reply.
-    pub fn handle(&mut self, event: &Event<'_>) -> Reply {
-        let mut sink = self.step(event);
-        while let Some(next) = sink.follow_up.take() {
-            self.sm.handle_with_context(&next.into_event(), &mut sink);
-        }
-        sink.reply.unwrap_or_else(|| {
-            Reply::Error(KokoroFrontError::Unexpected {
-                event: event.kind(),
-                state: self.state(),
-            })
-        })
-    }
-
     /// Bind the weights of `model`.
     pub fn load(&mut self, model: &OnnxModel) -> Reply {
         self.handle(&Event::Load(Load { model }))
@@ -260,22 +217,5 @@ impl FrontStage {
     /// The bound front half, if any.
     pub fn front(&self) -> Option<&KokoroFront> {
         self.sm.inner().front.as_ref()
-    }
-
-    /// The current leaf state's name.
-    pub fn state(&self) -> &'static str {
-        state_name(self.sm.state())
-    }
-
-    /// The edges taken so far (empty unless built with [`Self::traced`]).
-    pub fn take_trace(&mut self) -> Vec<Fired> {
-        // SAFETY (statig's contract for inner_mut): taking the log does not
-        // touch any state the machine's invariants depend on.
-        unsafe { self.sm.inner_mut().book.take_log() }
-    }
-
-    /// Whether the last event ended without taking any declared edge.
-    pub fn dangling(&self) -> bool {
-        self.sm.inner().book.dangling()
     }
 }

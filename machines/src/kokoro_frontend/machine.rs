@@ -10,7 +10,7 @@ use super::errors::KokoroFrontendError;
 use super::events::{Event, Load, Reply, Sink, Tokenize};
 use super::guards::*;
 use super::table::SPEC;
-use crate::core::{Bookkeeping, Fired};
+use crate::core::Bookkeeping;
 use crate::{internal, transition};
 use statig::prelude::*;
 use std::path::PathBuf;
@@ -177,53 +177,17 @@ pub struct FrontendStage {
     sm: StateMachine<KokoroFrontendMachine>,
 }
 
-impl Default for FrontendStage {
-    fn default() -> Self {
-        Self::new()
+crate::machine_handle! {
+    /// A frontend in `unloaded`.
+    FrontendStage for KokoroFrontendMachine {
+        event: Event<'_>,
+        sink: Sink,
+        reply: Reply,
+        unexpected: |event, state| Reply::Error(KokoroFrontendError::Unexpected { event, state }),
     }
 }
 
 impl FrontendStage {
-    /// A frontend in `unloaded`.
-    pub fn new() -> Self {
-        Self {
-            sm: KokoroFrontendMachine::default().state_machine(),
-        }
-    }
-
-    /// A frontend that logs every edge it takes (for conformance tests).
-    pub fn traced() -> Self {
-        let m = KokoroFrontendMachine {
-            book: Bookkeeping::traced(&SPEC),
-            ..Default::default()
-        };
-        Self {
-            sm: m.state_machine(),
-        }
-    }
-
-    /// Step exactly one event, without feeding back the outcome event its
-    /// action raised (left in the returned sink).
-    pub fn step(&mut self, event: &Event<'_>) -> Sink {
-        let mut sink = Sink::default();
-        self.sm.handle_with_context(event, &mut sink);
-        sink
-    }
-
-    /// Handle `event` run-to-completion and return the reply.
-    pub fn handle(&mut self, event: &Event<'_>) -> Reply {
-        let mut sink = self.step(event);
-        while let Some(next) = sink.follow_up.take() {
-            self.sm.handle_with_context(&next.into_event(), &mut sink);
-        }
-        sink.reply.unwrap_or_else(|| {
-            Reply::Error(KokoroFrontendError::Unexpected {
-                event: event.kind(),
-                state: self.state(),
-            })
-        })
-    }
-
     /// Load `vocab.json` with a punctuation convention.
     pub fn load(&mut self, vocab: impl Into<PathBuf>, punctuation: Punctuation) -> Reply {
         self.handle(&Event::Load(Load {
@@ -240,22 +204,5 @@ impl FrontendStage {
     /// The loaded frontend, if any.
     pub fn frontend(&self) -> Option<&Frontend> {
         self.sm.inner().frontend.as_ref()
-    }
-
-    /// The current leaf state's name.
-    pub fn state(&self) -> &'static str {
-        state_name(self.sm.state())
-    }
-
-    /// The edges taken so far (empty unless built with [`Self::traced`]).
-    pub fn take_trace(&mut self) -> Vec<Fired> {
-        // SAFETY (statig's contract for inner_mut): taking the log does not
-        // touch any state the machine's invariants depend on.
-        unsafe { self.sm.inner_mut().book.take_log() }
-    }
-
-    /// Whether the last event ended without taking any declared edge.
-    pub fn dangling(&self) -> bool {
-        self.sm.inner().book.dangling()
     }
 }

@@ -12,7 +12,7 @@ use super::errors::TtsError;
 use super::events::{Event, Load, Sink, Synthesize, TtsReply, Utterance};
 use super::guards::*;
 use super::table::SPEC;
-use crate::core::{Bookkeeping, Fired};
+use crate::core::Bookkeeping;
 use crate::kokoro_back::BackStage;
 use crate::kokoro_front::FrontStage;
 use crate::kokoro_frontend::FrontendStage;
@@ -333,60 +333,17 @@ pub struct TtsMachine {
     sm: StateMachine<KokoroTtsMachine>,
 }
 
-impl Default for TtsMachine {
-    fn default() -> Self {
-        Self::new()
+crate::machine_handle! {
+    /// A machine in `unloaded`.
+    TtsMachine for KokoroTtsMachine {
+        event: Event<'_>,
+        sink: Sink,
+        reply: TtsReply,
+        unexpected: |event, state| TtsReply::Error(TtsError::Unexpected { event, state }),
     }
 }
 
 impl TtsMachine {
-    /// A machine in `unloaded`.
-    pub fn new() -> Self {
-        Self {
-            sm: KokoroTtsMachine::default().state_machine(),
-        }
-    }
-
-    /// A machine that logs every edge it takes (for conformance tests).
-    pub fn traced() -> Self {
-        let m = KokoroTtsMachine {
-            book: Bookkeeping::traced(&SPEC),
-            ..Default::default()
-        };
-        Self {
-            sm: m.state_machine(),
-        }
-    }
-
-    /// Step exactly one event, without feeding back the outcome event its
-    /// action raised (left in the returned sink).
-    pub fn step(&mut self, event: &Event<'_>) -> Sink {
-        let mut sink = Sink::default();
-        self.sm.handle_with_context(event, &mut sink);
-        sink
-    }
-
-    /// Feed the outcome event [`Self::step`] left in `sink` (one more step).
-    pub fn step_follow_up(&mut self, sink: &mut Sink) {
-        if let Some(next) = sink.follow_up.take() {
-            self.sm.handle_with_context(&next.into_event(), sink);
-        }
-    }
-
-    /// Handle `event` run-to-completion and return the reply.
-    pub fn handle(&mut self, event: &Event<'_>) -> TtsReply {
-        let mut sink = self.step(event);
-        while let Some(next) = sink.follow_up.take() {
-            self.sm.handle_with_context(&next.into_event(), &mut sink);
-        }
-        sink.reply.unwrap_or_else(|| {
-            TtsReply::Error(TtsError::Unexpected {
-                event: event.kind(),
-                state: self.state(),
-            })
-        })
-    }
-
     /// Start the lanes and load the stages.
     pub fn load(&mut self, load: Load) -> TtsReply {
         self.handle(&Event::Load(load))
@@ -424,22 +381,5 @@ impl TtsMachine {
     /// The loaded stages, if any.
     pub fn stages(&self) -> Option<&Stages> {
         self.sm.inner().stages.as_ref()
-    }
-
-    /// The current leaf state's name.
-    pub fn state(&self) -> &'static str {
-        state_name(self.sm.state())
-    }
-
-    /// The edges taken so far (empty unless built with [`Self::traced`]).
-    pub fn take_trace(&mut self) -> Vec<Fired> {
-        // SAFETY (statig's contract for inner_mut): taking the log does not
-        // touch any state the machine's invariants depend on.
-        unsafe { self.sm.inner_mut().book.take_log() }
-    }
-
-    /// Whether the last event ended without taking any declared edge.
-    pub fn dangling(&self) -> bool {
-        self.sm.inner().book.dangling()
     }
 }

@@ -218,55 +218,17 @@ pub struct LaneDispatcher {
     sm: StateMachine<LaneDispatchMachine>,
 }
 
-impl Default for LaneDispatcher {
-    fn default() -> Self {
-        Self::new()
+crate::machine_handle! {
+    /// A dispatcher in `unconfigured`.
+    LaneDispatcher for LaneDispatchMachine {
+        event: Event<'_>,
+        sink: Sink,
+        reply: Reply,
+        unexpected: |event, state| Reply::Error(super::errors::LaneDispatchError::Unexpected { event, state }),
     }
 }
 
 impl LaneDispatcher {
-    /// A dispatcher in `unconfigured`.
-    pub fn new() -> Self {
-        Self {
-            sm: LaneDispatchMachine::default().state_machine(),
-        }
-    }
-
-    /// A dispatcher that logs every edge it takes (for conformance tests).
-    pub fn traced() -> Self {
-        let m = LaneDispatchMachine {
-            book: Bookkeeping::traced(&SPEC),
-            ..Default::default()
-        };
-        Self {
-            sm: m.state_machine(),
-        }
-    }
-
-    /// Step exactly one event, without feeding back the outcome event its
-    /// action raised (left in the returned sink): for hosts that schedule
-    /// outcomes themselves, and for tests that visit transient states.
-    pub fn step(&mut self, event: &Event<'_>) -> Sink {
-        let mut sink = Sink::default();
-        self.sm.handle_with_context(event, &mut sink);
-        sink
-    }
-
-    /// Handle `event` run-to-completion (including the outcome events its
-    /// actions raise) and return the reply.
-    pub fn handle(&mut self, event: &Event<'_>) -> Reply {
-        let mut sink = self.step(event);
-        while let Some(next) = sink.follow_up.take() {
-            self.sm.handle_with_context(&next.into_event(), &mut sink);
-        }
-        sink.reply.unwrap_or_else(|| {
-            Reply::Error(super::errors::LaneDispatchError::Unexpected {
-                event: event.kind(),
-                state: self.state(),
-            })
-        })
-    }
-
     /// Build the pool.
     pub fn configure(&mut self, threads: usize, pin: bool) -> Reply {
         self.handle(&Event::Configure(Configure { threads, pin }))
@@ -275,23 +237,6 @@ impl LaneDispatcher {
     /// Run `job(i)` for `i < tasks` on up to `lanes` lanes (0 = all).
     pub fn dispatch(&mut self, tasks: usize, lanes: usize, job: &(dyn Fn(usize) + Sync)) -> Reply {
         self.handle(&Event::Dispatch(Dispatch { tasks, lanes, job }))
-    }
-
-    /// The current leaf state's name.
-    pub fn state(&self) -> &'static str {
-        state_name(self.sm.state())
-    }
-
-    /// The edges taken so far (empty unless built with [`Self::traced`]).
-    pub fn take_trace(&mut self) -> Vec<crate::core::Fired> {
-        // SAFETY (statig's contract for inner_mut): taking the log does not
-        // touch any state the machine's invariants depend on.
-        unsafe { self.sm.inner_mut().book.take_log() }
-    }
-
-    /// Whether the last event ended without taking any declared edge.
-    pub fn dangling(&self) -> bool {
-        self.sm.inner().book.dangling()
     }
 }
 
