@@ -96,3 +96,28 @@ macro_rules! machine_handle {
         }
     };
 }
+
+/// Implements the statig hooks every machine names in its
+/// `#[state_machine]` attribute: `before_dispatch` counts the event kind,
+/// `after_transition` records the edge by the states' table names
+/// (`state_name` at the call site), for the bookkeeping in `self.book`.
+#[macro_export]
+macro_rules! machine_hooks {
+    ($machine:ident { event: $event:ty, sink: $sink:ty $(,)? }) => {
+        impl $machine {
+            fn before_dispatch(
+                &mut self,
+                _s: StateOrSuperstate<'_, State, Superstate>,
+                event: &$event,
+                _c: &mut $sink,
+            ) {
+                self.book.dispatching(event.kind());
+            }
+
+            fn after_transition(&mut self, source: &State, target: &State, _c: &mut $sink) {
+                self.book
+                    .transitioned(state_name(source), state_name(target));
+            }
+        }
+    };
+}

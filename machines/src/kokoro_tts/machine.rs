@@ -311,21 +311,7 @@ pub fn state_name(s: &State) -> &'static str {
     }
 }
 
-impl KokoroTtsMachine {
-    fn before_dispatch(
-        &mut self,
-        _s: StateOrSuperstate<'_, State, Superstate>,
-        event: &Event<'_>,
-        _c: &mut Sink,
-    ) {
-        self.book.dispatching(event.kind());
-    }
-
-    fn after_transition(&mut self, source: &State, target: &State, _c: &mut Sink) {
-        self.book
-            .transitioned(state_name(source), state_name(target));
-    }
-}
+crate::machine_hooks!(KokoroTtsMachine { event: Event<'_>, sink: Sink });
 
 /// The public handle: send an event, get the reply; a chunk's audio stays
 /// readable through [`TtsMachine::audio`] until the next chunk runs.

@@ -197,21 +197,7 @@ pub fn state_name(s: &State) -> &'static str {
     }
 }
 
-impl LaneDispatchMachine {
-    fn before_dispatch(
-        &mut self,
-        _s: StateOrSuperstate<'_, State, Superstate>,
-        event: &Event<'_>,
-        _c: &mut Sink,
-    ) {
-        self.book.dispatching(event.kind());
-    }
-
-    fn after_transition(&mut self, source: &State, target: &State, _c: &mut Sink) {
-        self.book
-            .transitioned(state_name(source), state_name(target));
-    }
-}
+crate::machine_hooks!(LaneDispatchMachine { event: Event<'_>, sink: Sink });
 
 /// The public handle: send an event, get the reply.
 pub struct LaneDispatcher {

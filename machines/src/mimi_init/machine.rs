@@ -172,21 +172,10 @@ pub fn state_name(s: &State) -> &'static str {
     }
 }
 
-impl MimiInitMachine {
-    fn before_dispatch(
-        &mut self,
-        _s: StateOrSuperstate<'_, State, Superstate>,
-        event: &MimiInitEvent,
-        _c: &mut InitSink,
-    ) {
-        self.book.dispatching(event.kind());
-    }
-
-    fn after_transition(&mut self, source: &State, target: &State, _c: &mut InitSink) {
-        self.book
-            .transitioned(state_name(source), state_name(target));
-    }
-}
+crate::machine_hooks!(MimiInitMachine {
+    event: MimiInitEvent,
+    sink: InitSink
+});
 
 /// The public handle: send an event, get the reply (and the session a bind opened).
 pub struct MimiInit {
