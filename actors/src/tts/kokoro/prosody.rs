@@ -75,6 +75,16 @@ pub struct Prosody {
 #[derive(Debug, Default, Clone)]
 pub struct ProsodyWorkspace {
     lstm: QLstmWorkspace,
+    mm: MatmulWorkspace,
+    /// The F0 branch's scratch.
+    f0: BranchWorkspace,
+    /// The N branch's (the two branches run side by side).
+    n: BranchWorkspace,
+}
+
+/// Scratch of one F0 / N branch.
+#[derive(Debug, Default, Clone)]
+pub struct BranchWorkspace {
     conv: QConvWorkspace,
     mm: MatmulWorkspace,
 }
@@ -179,7 +189,7 @@ impl AdainResBlk1d {
         s: &[f32],
         x: &[f32],
         t: usize,
-        ws: &mut ProsodyWorkspace,
+        ws: &mut BranchWorkspace,
     ) -> Result<(Vec<f32>, usize), KokoroError> {
         let level = simd_level();
         let c_in = self.conv1.params.c_in;
@@ -224,7 +234,7 @@ impl AdainResBlk1d {
         fc: &QLinear,
         pool: &impl Fork,
         s: &[f32],
-        ws: &mut ProsodyWorkspace,
+        ws: &mut BranchWorkspace,
     ) -> Result<Vec<f32>, KokoroError> {
         let mut gb = vec![0.0f32; fc.n];
         fc.forward(pool, s, 1, &mut gb, &mut ws.mm)?;
@@ -394,9 +404,14 @@ impl Prosody {
         self.shared.forward(pool, &en, f, &mut h, &mut ws.lstm)?;
         let mut x = vec![0.0f32; HIDDEN * f];
         super::text_encoder::transpose_into(&h, f, HIDDEN, &mut x);
-        let f0 = self.branch(pool, &self.f0, &self.f0_proj, &x, f, s, ws)?;
-        let n = self.branch(pool, &self.n, &self.n_proj, &x, f, s, ws)?;
-        Ok((f0, n))
+        // The two branches are independent: side by side on two lanes (each
+        // computes the same either way, so the result does not depend on the budget).
+        let (f0_ws, n_ws) = (&mut ws.f0, &mut ws.n);
+        let (f0, n) = pool.join(
+            || self.branch(pool, &self.f0, &self.f0_proj, &x, f, s, f0_ws),
+            || self.branch(pool, &self.n, &self.n_proj, &x, f, s, n_ws),
+        )?;
+        Ok((f0?, n?))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -408,7 +423,7 @@ impl Prosody {
         x: &[f32],
         f: usize,
         s: &[f32],
-        ws: &mut ProsodyWorkspace,
+        ws: &mut BranchWorkspace,
     ) -> Result<Vec<f32>, KokoroError> {
         let mut cur = x.to_vec();
         let mut t = f;
