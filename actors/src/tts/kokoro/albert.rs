@@ -243,18 +243,21 @@ fn attention(
     let heads = sized(heads, HEADS * t * HEAD_DIM);
     pool.for_each_chunk_mut(heads, t * HEAD_DIM, |h, out| {
         let mut q = vec![0.0f32; t * HEAD_DIM];
-        let mut kt = vec![0.0f32; HEAD_DIM * t];
+        // kᵀ rows padded to whole 16-column blocks (zeros, never read back).
+        let stride = t.next_multiple_of(16);
+        let mut kt = vec![0.0f32; HEAD_DIM * stride];
         for r in 0..t {
             let row = &qkv[r * 3 * HIDDEN..(r + 1) * 3 * HIDDEN];
             for d in 0..HEAD_DIM {
                 q[r * HEAD_DIM + d] = row[h * HEAD_DIM + d] * s;
-                kt[d * t + r] = row[HIDDEN + h * HEAD_DIM + d] * s;
+                kt[d * stride + r] = row[HIDDEN + h * HEAD_DIM + d] * s;
             }
         }
         let mut p = vec![0.0f32; t * t];
         pointwise::attention_head(
             &q,
             &kt,
+            stride,
             &qkv[2 * HIDDEN + h * HEAD_DIM..],
             3 * HIDDEN,
             t,

@@ -323,16 +323,22 @@ pub fn softmax(x: &mut [f32], dim: usize) {
 /// 128 → 64 for N = 64 doubles `StrideK` 128 → 256).
 const PV_STRIDE_K: usize = 256;
 
+/// Columns per register block of [`attention_head`] (one 512-bit vector).
+const BLOCK: usize = 16;
+
 /// One attention head's `softmax(q·kᵀ)·v` as onnxruntime computes it, bit for
-/// bit: `q [t, d]` and `kt [d, t]` (already scaled), `v` rows of `d` at
-/// `v_stride`. Each score is one FMA chain over `d` from 0 (MLAS SGEMM, one K
-/// slice); [`softmax`] per row; each output is an FMA chain over the tokens
-/// in slices of 256, slice sums added in order (MLAS accumulating into C).
-/// `scores` holds `t·t`, `out` `t·d`.
+/// bit: `q [t, d]` and `kt [d, kt_stride]` (already scaled; columns `t..` of
+/// each row are padding, `kt_stride ≥ t` rounded up to 16), `v` rows of `d`
+/// at `v_stride`. Each score is one FMA chain over `d` from 0 (MLAS SGEMM,
+/// one K slice); [`softmax`] per row; each output is an FMA chain over the
+/// tokens in slices of 256, slice sums added in order (MLAS accumulating
+/// into C). Chains run 16 columns at a time in a register: the order inside
+/// each chain is the same. `scores` holds `t·t`, `out` `t·d`.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_head(
     q: &[f32],
     kt: &[f32],
+    kt_stride: usize,
     v: &[f32],
     v_stride: usize,
     t: usize,
@@ -340,37 +346,56 @@ pub fn attention_head(
     scores: &mut [f32],
     out: &mut [f32],
 ) {
-    dispatch!(qk(q: &[f32], kt: &[f32], t: usize, d: usize, scores: &mut [f32]) {
+    assert!(kt_stride >= t.next_multiple_of(BLOCK) && kt.len() >= d * kt_stride);
+    dispatch!(qk(q: &[f32], kt: &[f32], kt_stride: usize, t: usize, d: usize, scores: &mut [f32]) {
         for (qi, row) in q.chunks_exact(d).zip(scores.chunks_exact_mut(t)) {
-            row.fill(0.0);
-            for (&a, kr) in qi.iter().zip(kt.chunks_exact(t)) {
-                for (s, &b) in row.iter_mut().zip(kr) {
-                    *s = a.mul_add(b, *s);
+            for j0 in (0..t).step_by(BLOCK) {
+                let mut acc = [0.0f32; BLOCK];
+                for (c, &a) in qi.iter().enumerate() {
+                    let kr = &kt[c * kt_stride + j0..c * kt_stride + j0 + BLOCK];
+                    for (s, &b) in acc.iter_mut().zip(kr) {
+                        *s = a.mul_add(b, *s);
+                    }
                 }
+                let n = BLOCK.min(t - j0);
+                row[j0..j0 + n].copy_from_slice(&acc[..n]);
             }
         }
     });
     softmax(scores, t);
     dispatch!(pv(scores: &[f32], v: &[f32], v_stride: usize, t: usize, d: usize, out: &mut [f32]) {
-        let mut part = vec![0.0f32; d];
         for (pi, o) in scores.chunks_exact(t).zip(out.chunks_exact_mut(d)) {
-            let mut k0 = 0;
-            while k0 < t {
-                let k1 = (k0 + PV_STRIDE_K).min(t);
-                let acc = if k0 == 0 { &mut *o } else { &mut part[..] };
-                acc.fill(0.0);
-                for (k, &a) in pi.iter().enumerate().take(k1).skip(k0) {
-                    let vr = &v[k * v_stride..k * v_stride + d];
-                    for (c, &b) in acc.iter_mut().zip(vr) {
-                        *c = a.mul_add(b, *c);
+            for c0 in (0..d).step_by(BLOCK) {
+                let w = BLOCK.min(d - c0);
+                let mut k0 = 0;
+                while k0 < t {
+                    let k1 = (k0 + PV_STRIDE_K).min(t);
+                    let mut acc = [0.0f32; BLOCK];
+                    if w == BLOCK {
+                        for (k, &a) in pi.iter().enumerate().take(k1).skip(k0) {
+                            let vr = &v[k * v_stride + c0..k * v_stride + c0 + BLOCK];
+                            for (s, &b) in acc.iter_mut().zip(vr) {
+                                *s = a.mul_add(b, *s);
+                            }
+                        }
+                    } else {
+                        for (k, &a) in pi.iter().enumerate().take(k1).skip(k0) {
+                            let vr = &v[k * v_stride + c0..k * v_stride + c0 + w];
+                            for (s, &b) in acc[..w].iter_mut().zip(vr) {
+                                *s = a.mul_add(b, *s);
+                            }
+                        }
                     }
-                }
-                if k0 > 0 {
-                    for (x, &y) in o.iter_mut().zip(&part) {
-                        *x += y;
+                    let dst = &mut o[c0..c0 + w];
+                    if k0 == 0 {
+                        dst.copy_from_slice(&acc[..w]);
+                    } else {
+                        for (x, &y) in dst.iter_mut().zip(&acc[..w]) {
+                            *x += y;
+                        }
                     }
+                    k0 = k1;
                 }
-                k0 = k1;
             }
         }
     });
@@ -473,18 +498,24 @@ mod tests {
     /// the value (within f32 rounding of a naive f64 reference).
     #[test]
     fn attention_head_is_softmax_times_v() {
-        let (t, d) = (300, 8);
+        let (t, d): (usize, usize) = (300, 8);
         let q: Vec<f32> = (0..t * d)
             .map(|i| ((i * 7) % 19) as f32 * 0.05 - 0.4)
             .collect();
         let kt: Vec<f32> = (0..d * t)
             .map(|i| ((i * 5) % 17) as f32 * 0.05 - 0.4)
             .collect();
+        // The kernel takes kᵀ rows padded to a multiple of 16 columns.
+        let stride = t.next_multiple_of(16);
+        let mut ktp = vec![0.0f32; d * stride];
+        for (dst, src) in ktp.chunks_exact_mut(stride).zip(kt.chunks_exact(t)) {
+            dst[..t].copy_from_slice(src);
+        }
         let v: Vec<f32> = (0..t * d)
             .map(|i| ((i * 3) % 11) as f32 * 0.1 - 0.5)
             .collect();
         let (mut p, mut out) = (vec![0.0f32; t * t], vec![0.0f32; t * d]);
-        attention_head(&q, &kt, &v, d, t, d, &mut p, &mut out);
+        attention_head(&q, &ktp, stride, &v, d, t, d, &mut p, &mut out);
         for i in [0, 150, 299] {
             let s: Vec<f64> = (0..t)
                 .map(|j| {
