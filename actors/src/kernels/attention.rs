@@ -454,20 +454,9 @@ pub fn attention_reference(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::test_rng::symmetric as rnd_vec;
     use proptest::prelude::*;
     use voxlane_runtime::LanePool;
-
-    fn rnd_vec(seed: u64, len: usize) -> Vec<f32> {
-        let mut s = seed | 1;
-        (0..len)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect()
-    }
 
     /// Stream `total` positions through a fresh cache in steps of `steps` (cycled).
     fn stream(

@@ -1019,20 +1019,9 @@ impl SimdFn for DepthwiseRow<'_> {
 mod tests {
     use super::*;
     use crate::kernels::cpu::available_levels;
+    use crate::kernels::test_rng::centered as rnd_vec;
     use proptest::prelude::*;
     use voxlane_runtime::LanePool;
-
-    pub(crate) fn rnd_vec(seed: u64, n: usize) -> Vec<f32> {
-        let mut s = seed | 1;
-        (0..n)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-            })
-            .collect()
-    }
 
     /// Per-element bound 1e-5·Σ|a·w| + 1e-6, with Σ|a·w| from the reference on |x|, |w|.
     fn assert_close(p: &Conv1dParams, w: &[f32], x: &[f32], t: usize, got: &[f32], want: &[f32]) {

@@ -617,20 +617,9 @@ impl StreamingConvTranspose1d {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::test_rng::centered as rnd_vec;
     use proptest::prelude::*;
     use voxlane_runtime::LanePool;
-
-    fn rnd_vec(seed: u64, n: usize) -> Vec<f32> {
-        let mut s = seed | 1;
-        (0..n)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-            })
-            .collect()
-    }
 
     fn assert_close(
         p: &ConvTranspose1dParams,

@@ -443,20 +443,9 @@ pub fn lstm_reference(
 mod tests {
     use super::*;
     use crate::kernels::cpu::available_levels;
+    use crate::kernels::test_rng::scaled as rnd_vec;
     use proptest::prelude::*;
     use voxlane_runtime::LanePool;
-
-    fn rnd_vec(seed: u64, n: usize, scale: f32) -> Vec<f32> {
-        let mut s = seed | 1;
-        (0..n)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                scale * (((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5)
-            })
-            .collect()
-    }
 
     struct Owned {
         w_ih: Vec<f32>,

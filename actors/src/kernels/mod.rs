@@ -13,5 +13,7 @@ pub mod lstm;
 pub mod matmul;
 pub mod quantize;
 pub mod sgemm;
+#[cfg(test)]
+pub(crate) mod test_rng;
 
 pub use error::KernelError;

@@ -157,19 +157,8 @@ mod x86 {
 mod tests {
     use super::*;
     use crate::kernels::cpu::available_levels;
+    use crate::kernels::test_rng::scaled as values;
     use proptest::prelude::*;
-
-    fn values(seed: u64, n: usize, spread: f32) -> Vec<f32> {
-        let mut s = seed | 1;
-        (0..n)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * spread
-            })
-            .collect()
-    }
 
     proptest! {
         /// Every route gives the scalar reference's range and bytes, for

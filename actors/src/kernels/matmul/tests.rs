@@ -1,20 +1,9 @@
 use super::reference;
 use super::*;
+use crate::kernels::test_rng::symmetric as rnd_vec;
 use ::half::{bf16, f16};
 use proptest::prelude::*;
 use voxlane_runtime::LanePool;
-
-fn rnd_vec(seed: u64, len: usize) -> Vec<f32> {
-    let mut s = seed | 1;
-    (0..len)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
 
 fn rnd_bytes(seed: u64, len: usize) -> Vec<u8> {
     rnd_vec(seed, len)
