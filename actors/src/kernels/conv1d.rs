@@ -32,6 +32,9 @@ use super::sgemm::{sgemm, MatRef};
 
 /// Output frames per parallel chunk of the GEMM route (fixed: determinism).
 pub const TIME_CHUNK: usize = 128;
+/// Parallel units the direct route aims for, splitting output rows when a
+/// step has fewer time chunks than this.
+const MIN_UNITS: usize = 8;
 /// Output channels per parallel chunk of the depthwise route.
 const DW_ROWS: usize = 16;
 /// Output channels per microkernel block of the direct route.
@@ -609,19 +612,34 @@ impl Conv1d {
         out: &mut [f32],
     ) -> Result<(), KernelError> {
         let dst = SharedOut(out.as_mut_ptr());
-        pool.for_each_chunk(t_out, TIME_CHUNK, |range| {
-            dispatch(
-                self.level,
-                DirectChunk {
-                    conv: self,
-                    xpad,
-                    tp,
-                    t_out,
-                    t0: range.start,
-                    t1: range.end,
-                    out: dst,
-                },
-            )
+        // Units of TIME_CHUNK frames × a share of the output-row blocks: a
+        // short streaming step still gives every lane work. Each output's
+        // sum runs in the same order whichever unit computes it.
+        let p = &self.params;
+        let time_chunks = t_out.div_ceil(TIME_CHUNK);
+        let blocks = (p.c_out / p.groups).div_ceil(MR);
+        let parts = MIN_UNITS.div_ceil(time_chunks).clamp(1, blocks.max(1));
+        let per_part = blocks.div_ceil(parts).max(1);
+        let parts = blocks.div_ceil(per_part).max(1);
+        pool.for_each_chunk(time_chunks * parts, 1, |units| {
+            for u in units {
+                let (tc, part) = (u / parts, u % parts);
+                let t0 = tc * TIME_CHUNK;
+                dispatch(
+                    self.level,
+                    DirectChunk {
+                        conv: self,
+                        xpad,
+                        tp,
+                        t_out,
+                        t0,
+                        t1: (t0 + TIME_CHUNK).min(t_out),
+                        b0: part * per_part,
+                        b1: ((part + 1) * per_part).min(blocks),
+                        out: dst,
+                    },
+                )
+            }
         })?;
         Ok(())
     }
@@ -779,7 +797,10 @@ struct DirectChunk<'a> {
     t_out: usize,
     t0: usize,
     t1: usize,
-    /// `[c_out, t_out]`; this chunk alone writes columns `t0..t1`.
+    /// The blocks of MR output rows (within each group) this unit computes.
+    b0: usize,
+    b1: usize,
+    /// `[c_out, t_out]`; this unit alone writes columns `t0..t1` of its rows.
     out: SharedOut,
 }
 
@@ -806,7 +827,7 @@ impl DirectChunk<'_> {
             for ci0 in (0..cig).step_by(CI_BLOCK) {
                 let cis = CI_BLOCK.min(cig - ci0);
                 let first = ci0 == 0;
-                for b in 0..blocks {
+                for b in self.b0..self.b1.min(blocks) {
                     let rows = MR.min(cog - b * MR);
                     let co0 = g * cog + b * MR;
                     let w0 = ((g * blocks + b) * cig + ci0) * k * MR;
