@@ -1082,14 +1082,9 @@ mod tests {
     use voxlane_runtime::LanePool;
 
     fn rnd(seed: u64, n: usize) -> Vec<u64> {
-        let mut s = seed | 1;
-        (0..n)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                s >> 33
-            })
+        crate::kernels::test_rng::states(seed)
+            .take(n)
+            .map(|s| s >> 33)
             .collect()
     }
 

@@ -1,16 +1,22 @@
 //! Deterministic inputs for the kernel tests: one LCG, so a seed names the
 //! same values on every machine and in every test that uses it.
 
+/// The generator's successive 64-bit states from `seed`.
+pub fn states(seed: u64) -> impl Iterator<Item = u64> {
+    let mut s = seed | 1;
+    std::iter::repeat_with(move || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        s
+    })
+}
+
 /// `n` values in `[-0.5, 0.5)` from `seed` (multiples of 2⁻²⁴).
 pub fn centered(seed: u64, n: usize) -> Vec<f32> {
-    let mut s = seed | 1;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        })
+    states(seed)
+        .take(n)
+        .map(|s| ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5)
         .collect()
 }
 
