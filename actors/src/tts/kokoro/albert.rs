@@ -201,28 +201,54 @@ impl Albert {
             self.dense
                 .forward_with(pool, ctx, t, attn, &mut ws.mm, &mut ws.qs)?;
             // Residual (IEEE addition commutes: same bits as the export's h + a).
-            for (a, h) in attn.iter_mut().zip(hidden.iter()) {
-                *a += *h;
-            }
             let n = &self.attn_norm;
-            pointwise::layer_norm(attn, HIDDEN, &n.gamma, &n.beta, n.eps);
+            by_rows(pool, attn, HIDDEN, |r, rows| {
+                for (a, h) in rows.iter_mut().zip(&hidden[r * HIDDEN..]) {
+                    *a += *h;
+                }
+                pointwise::layer_norm(rows, HIDDEN, &n.gamma, &n.beta, n.eps);
+            })?;
             let ffn = sized(&mut ws.ffn, t * FFN);
             self.ffn
                 .forward_with(pool, attn, t, ffn, &mut ws.mm, &mut ws.qs)?;
-            pointwise::fast_gelu(ffn, &self.ffn_bias);
+            by_rows(pool, ffn, FFN, |_, rows| {
+                pointwise::fast_gelu(rows, &self.ffn_bias)
+            })?;
             let out = sized(&mut ws.ffn_out, t * HIDDEN);
             self.ffn_out
                 .forward_with(pool, ffn, t, out, &mut ws.mm, &mut ws.qs)?;
-            for (h, (o, a)) in hidden.iter_mut().zip(out.iter().zip(attn.iter())) {
-                *h = *o + *a;
-            }
             let n = &self.full_norm;
-            pointwise::skip_layer_norm(hidden, HIDDEN, &n.gamma, &n.beta, n.eps);
+            let attn = &*attn;
+            by_rows(pool, hidden, HIDDEN, |r, rows| {
+                for (h, (o, a)) in rows
+                    .iter_mut()
+                    .zip(out[r * HIDDEN..].iter().zip(&attn[r * HIDDEN..]))
+                {
+                    *h = *o + *a;
+                }
+                pointwise::skip_layer_norm(rows, HIDDEN, &n.gamma, &n.beta, n.eps);
+            })?;
         }
         self.bert_encoder
             .forward_with(pool, hidden, t, d_en, &mut ws.mm, &mut ws.qs)?;
         Ok(())
     }
+}
+
+/// Rows per parallel chunk of the row-wise passes (one batch of
+/// [`pointwise::skip_layer_norm`]).
+const ROW_CHUNK: usize = 16;
+
+/// Run `f(first_row, rows)` over chunks of [`ROW_CHUNK`] rows of `x: [_, dim]`
+/// on the pool: every pass is per row, so any split gives the same bits.
+fn by_rows(
+    pool: &impl Fork,
+    x: &mut [f32],
+    dim: usize,
+    f: impl Fn(usize, &mut [f32]) + Sync,
+) -> Result<(), KokoroError> {
+    pool.for_each_chunk_mut(x, ROW_CHUNK * dim, |i, rows| f(i * ROW_CHUNK, rows))?;
+    Ok(())
 }
 
 /// Softmax attention of all 12 heads: `qkv [T, 3·768]` → `ctx [T, 768]`.

@@ -183,7 +183,55 @@ pub fn layer_norm(x: &mut [f32], dim: usize, gamma: &[f32], beta: &[f32], eps: f
 /// rows of `x` that already hold `input + skip`, bit for bit: a scalar
 /// Welford pass in f32 (`mean += d / k`, `m2 += d · (x − mean)`), then
 /// `y = ((x − mean) / sqrt(m2 / n + eps)) · γ + β` without FMA.
+///
+/// The Welford recurrence is serial within a row, so 16 rows run it side by
+/// side (one per SIMD lane, each doing exactly the scalar row's operations);
+/// [`skip_layer_norm_reference`] is the one-row-at-a-time original.
 pub fn skip_layer_norm(x: &mut [f32], dim: usize, gamma: &[f32], beta: &[f32], eps: f32) {
+    dispatch!(skip_layer_norm(x: &mut [f32], dim: usize, gamma: &[f32], beta: &[f32], eps: f32) {
+        /// Rows per batch (one 512-bit register of lanes).
+        const R: usize = 16;
+        /// Elements of each row transposed per step (a 4 KiB tile).
+        const KT: usize = 64;
+        if dim == 0 || gamma.len() < dim || beta.len() < dim {
+            return;
+        }
+        for block in x.chunks_mut(R * dim) {
+            let rows = block.len() / dim;
+            let (mut mean, mut m2) = ([0.0f32; R], [0.0f32; R]);
+            let mut tile = [[0.0f32; R]; KT];
+            let mut k0 = 0;
+            while k0 < dim {
+                let kn = KT.min(dim - k0);
+                for (j, row) in block.chunks_exact(dim).enumerate() {
+                    for (k, &v) in row[k0..k0 + kn].iter().enumerate() {
+                        tile[k][j] = v;
+                    }
+                }
+                for (k, col) in tile[..kn].iter().enumerate() {
+                    let count = (k0 + k + 1) as f32;
+                    for j in 0..R {
+                        let v = col[j];
+                        let d = v - mean[j];
+                        mean[j] += d / count;
+                        m2[j] += d * (v - mean[j]);
+                    }
+                }
+                k0 += kn;
+            }
+            for (j, row) in block.chunks_exact_mut(dim).enumerate().take(rows) {
+                let den = (m2[j] / dim as f32 + eps).sqrt();
+                let m = mean[j];
+                for ((y, &g), &b) in row.iter_mut().zip(gamma).zip(beta) {
+                    *y = (*y - m) / den * g + b;
+                }
+            }
+        }
+    })
+}
+
+/// [`skip_layer_norm`] one row at a time: the readable reference.
+pub fn skip_layer_norm_reference(x: &mut [f32], dim: usize, gamma: &[f32], beta: &[f32], eps: f32) {
     if dim == 0 {
         return;
     }
@@ -466,6 +514,22 @@ mod tests {
             0x3ec4b34e, 0xbfa72e78,
         ];
         assert_eq!(bits(&y), want);
+    }
+
+    #[test]
+    fn batched_skip_layer_norm_equals_the_row_reference() {
+        // Row counts around the 16-row batch, widths around the 64-wide tile.
+        for &(rows, dim) in &[(1, 1), (3, 16), (16, 64), (17, 65), (54, 768), (33, 130)] {
+            let x: Vec<f32> = (0..rows * dim)
+                .map(|i| ((i * 7919) % 1013) as f32 * 0.013 - 6.5)
+                .collect();
+            let g: Vec<f32> = (0..dim).map(|i| 0.5 + (i % 7) as f32 * 0.1).collect();
+            let b: Vec<f32> = (0..dim).map(|i| (i % 5) as f32 * 0.2 - 0.4).collect();
+            let (mut got, mut want) = (x.clone(), x);
+            skip_layer_norm(&mut got, dim, &g, &b, 1e-12);
+            skip_layer_norm_reference(&mut want, dim, &g, &b, 1e-12);
+            assert_eq!(bits(&got), bits(&want), "rows={rows} dim={dim}");
+        }
     }
 
     #[test]
