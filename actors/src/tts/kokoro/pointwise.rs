@@ -374,13 +374,16 @@ const PV_STRIDE_K: usize = 256;
 /// Columns per register block of [`attention_head`] (one 512-bit vector).
 const BLOCK: usize = 16;
 
+/// Rows of [`attention_head`] computed side by side (independent FMA chains).
+const ROWS: usize = 8;
+
 /// One attention head's `softmax(q·kᵀ)·v` as onnxruntime computes it, bit for
 /// bit: `q [t, d]` and `kt [d, kt_stride]` (already scaled; columns `t..` of
 /// each row are padding, `kt_stride ≥ t` rounded up to 16), `v` rows of `d`
 /// at `v_stride`. Each score is one FMA chain over `d` from 0 (MLAS SGEMM,
 /// one K slice); [`softmax`] per row; each output is an FMA chain over the
 /// tokens in slices of 256, slice sums added in order (MLAS accumulating
-/// into C). Chains run 16 columns at a time in a register: the order inside
+/// into C). Chains run 16 columns × 8 rows at a time in registers: the order inside
 /// each chain is the same. `scores` holds `t·t`, `out` `t·d`.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_head(
@@ -396,50 +399,69 @@ pub fn attention_head(
 ) {
     assert!(kt_stride >= t.next_multiple_of(BLOCK) && kt.len() >= d * kt_stride);
     dispatch!(qk(q: &[f32], kt: &[f32], kt_stride: usize, t: usize, d: usize, scores: &mut [f32]) {
-        for (qi, row) in q.chunks_exact(d).zip(scores.chunks_exact_mut(t)) {
+        // ROWS query rows share each kᵀ vector: independent chains in flight.
+        for i0 in (0..t).step_by(ROWS) {
+            let rn = ROWS.min(t - i0);
+            // Rows past the end repeat the last one (computed, not written).
+            let qr: [&[f32]; ROWS] = std::array::from_fn(|r| &q[(i0 + r.min(rn - 1)) * d..][..d]);
             for j0 in (0..t).step_by(BLOCK) {
-                let mut acc = [0.0f32; BLOCK];
-                for (c, &a) in qi.iter().enumerate() {
+                let mut acc = [[0.0f32; BLOCK]; ROWS];
+                for c in 0..d {
                     let kr = &kt[c * kt_stride + j0..c * kt_stride + j0 + BLOCK];
-                    for (s, &b) in acc.iter_mut().zip(kr) {
-                        *s = a.mul_add(b, *s);
+                    for (row, qi) in acc.iter_mut().zip(&qr) {
+                        let a = qi[c];
+                        for (s, &b) in row.iter_mut().zip(kr) {
+                            *s = a.mul_add(b, *s);
+                        }
                     }
                 }
                 let n = BLOCK.min(t - j0);
-                row[j0..j0 + n].copy_from_slice(&acc[..n]);
+                for (r, row) in acc.iter().enumerate().take(rn) {
+                    scores[(i0 + r) * t + j0..][..n].copy_from_slice(&row[..n]);
+                }
             }
         }
     });
     softmax(scores, t);
     dispatch!(pv(scores: &[f32], v: &[f32], v_stride: usize, t: usize, d: usize, out: &mut [f32]) {
-        for (pi, o) in scores.chunks_exact(t).zip(out.chunks_exact_mut(d)) {
+        for i0 in (0..t).step_by(ROWS) {
+            let rn = ROWS.min(t - i0);
+            let pr: [&[f32]; ROWS] = std::array::from_fn(|r| &scores[(i0 + r.min(rn - 1)) * t..][..t]);
             for c0 in (0..d).step_by(BLOCK) {
                 let w = BLOCK.min(d - c0);
                 let mut k0 = 0;
                 while k0 < t {
                     let k1 = (k0 + PV_STRIDE_K).min(t);
-                    let mut acc = [0.0f32; BLOCK];
+                    let mut acc = [[0.0f32; BLOCK]; ROWS];
                     if w == BLOCK {
-                        for (k, &a) in pi.iter().enumerate().take(k1).skip(k0) {
+                        for k in k0..k1 {
                             let vr = &v[k * v_stride + c0..k * v_stride + c0 + BLOCK];
-                            for (s, &b) in acc.iter_mut().zip(vr) {
-                                *s = a.mul_add(b, *s);
+                            for (row, pi) in acc.iter_mut().zip(&pr) {
+                                let a = pi[k];
+                                for (s, &b) in row.iter_mut().zip(vr) {
+                                    *s = a.mul_add(b, *s);
+                                }
                             }
                         }
                     } else {
-                        for (k, &a) in pi.iter().enumerate().take(k1).skip(k0) {
+                        for k in k0..k1 {
                             let vr = &v[k * v_stride + c0..k * v_stride + c0 + w];
-                            for (s, &b) in acc[..w].iter_mut().zip(vr) {
-                                *s = a.mul_add(b, *s);
+                            for (row, pi) in acc.iter_mut().zip(&pr) {
+                                let a = pi[k];
+                                for (s, &b) in row[..w].iter_mut().zip(vr) {
+                                    *s = a.mul_add(b, *s);
+                                }
                             }
                         }
                     }
-                    let dst = &mut o[c0..c0 + w];
-                    if k0 == 0 {
-                        dst.copy_from_slice(&acc[..w]);
-                    } else {
-                        for (x, &y) in dst.iter_mut().zip(&acc[..w]) {
-                            *x += y;
+                    for (r, row) in acc.iter().enumerate().take(rn) {
+                        let dst = &mut out[(i0 + r) * d + c0..][..w];
+                        if k0 == 0 {
+                            dst.copy_from_slice(&row[..w]);
+                        } else {
+                            for (x, &y) in dst.iter_mut().zip(&row[..w]) {
+                                *x += y;
+                            }
                         }
                     }
                     k0 = k1;
