@@ -143,6 +143,7 @@ fn initialize_reports_shapes_and_routes() {
         fixture("model.safetensors"),
         MimiOptions {
             q8_transformer: true,
+            q8_convs: false,
         },
     ) {
         InitReply::Initialized { routes, .. } => {

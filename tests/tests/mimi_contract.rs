@@ -78,21 +78,9 @@ fn workspace_rules_predict_session_sizes() {
     assert!(e > c.route_total(WeightFormat::F32).1 / 2 && d > 0);
 }
 
-#[test]
-fn q8_transformer_codes_stay_close_to_pytorch() {
-    let cfg = cfg();
-    let q8 = MimiOptions {
-        q8_transformer: true,
-    };
-    let model = MimiModel::load_with(cfg.clone(), fixture("model.safetensors"), q8).unwrap();
-    let c = model.contract();
-    assert_eq!(c.options(), q8);
-    assert_eq!(c.route_total(WeightFormat::Q8_0).0, linear_count(&cfg));
-    assert_eq!(c.route_total(WeightFormat::F32).0, 0);
-    // q8_0 weights take 34 bytes per 32 values.
-    let f32_model = MimiModel::load(cfg, fixture("model.safetensors")).unwrap();
-    assert!(c.streamed_bytes().0 < f32_model.contract().streamed_bytes().0);
-
+/// Share of `got` codes equal to PyTorch's on the fixture, and of the first
+/// (semantic) codebook's.
+fn code_agreement(model: &MimiModel) -> (f64, f64) {
     let pool = LanePool::new(2).unwrap();
     let pcm = read_npy(fixture("input_pcm.npy")).unwrap().to_f32();
     let got = model.encode(&pool, &pcm).unwrap();
@@ -107,14 +95,92 @@ fn q8_transformer_codes_stay_close_to_pytorch() {
         .zip(&want.data)
         .filter(|(a, b)| a == b)
         .count();
-    let share = same as f64 / want.data.len() as f64;
-    eprintln!("q8_0 transformer: {same}/{} codes equal", want.data.len());
-    assert!(share >= 0.95, "only {:.1}% of codes equal", share * 100.0);
-    // The first (semantic) codebook is the most robust: it must match almost everywhere.
     let first_same = (0..want.frames)
         .filter(|&t| got.data[t] == want.data[t])
         .count();
-    assert!(first_same * 100 >= 95 * want.frames);
+    (
+        same as f64 / want.data.len() as f64,
+        first_same as f64 / want.frames as f64,
+    )
+}
+
+#[test]
+fn q8_transformer_codes_stay_close_to_pytorch() {
+    let cfg = cfg();
+    let q8 = MimiOptions {
+        q8_transformer: true,
+        q8_convs: false,
+    };
+    let model = MimiModel::load_with(cfg.clone(), fixture("model.safetensors"), q8).unwrap();
+    let c = model.contract();
+    assert_eq!(c.options(), q8);
+    assert_eq!(c.route_total(WeightFormat::Q8_0).0, linear_count(&cfg));
+    assert_eq!(c.route_total(WeightFormat::F32).0, 0);
+    // q8_0 weights take 34 bytes per 32 values.
+    let f32_model = MimiModel::load(cfg, fixture("model.safetensors")).unwrap();
+    assert!(c.streamed_bytes().0 < f32_model.contract().streamed_bytes().0);
+
+    let (share, first) = code_agreement(&model);
+    eprintln!("q8_0 transformer: {:.1}% codes equal", share * 100.0);
+    assert!(share >= 0.95, "only {:.1}% of codes equal", share * 100.0);
+    // The first (semantic) codebook is the most robust: it must match almost everywhere.
+    assert!(first >= 0.95, "first codebook {:.1}%", first * 100.0);
+}
+
+#[test]
+fn q8_convs_route_the_deep_convs_and_codes_stay_close_to_pytorch() {
+    let cfg = cfg();
+    let both = MimiOptions {
+        q8_transformer: true,
+        q8_convs: true,
+    };
+    let model = MimiModel::load_with(cfg.clone(), fixture("model.safetensors"), both).unwrap();
+    let linears_only = MimiModel::load_with(
+        cfg.clone(),
+        fixture("model.safetensors"),
+        MimiOptions {
+            q8_transformer: true,
+            q8_convs: false,
+        },
+    )
+    .unwrap();
+    let c = model.contract();
+    let convs = c.route_total(WeightFormat::Q8_0).0 - linear_count(&cfg);
+    assert!(convs > 0, "no conv was routed to q8_0");
+    // Every q8_0 conv is a weight the model has, with whole 32-value blocks.
+    let names: Vec<String> = expected_tensors(&cfg).into_iter().map(|e| e.name).collect();
+    for r in c.routes().iter().skip(linear_count(&cfg)) {
+        assert!(names.contains(&r.name), "{} is not a model tensor", r.name);
+        assert!(r.name.ends_with(".weight") && r.shape[1] % 32 == 0, "{r:?}");
+    }
+    for (with, without) in [
+        (
+            c.streamed_bytes().0,
+            linears_only.contract().streamed_bytes().0,
+        ),
+        (
+            c.streamed_bytes().1,
+            linears_only.contract().streamed_bytes().1,
+        ),
+    ] {
+        assert!(
+            with < without,
+            "q8_0 convs read {with} bytes, f32 convs {without}"
+        );
+    }
+    let (share, first) = code_agreement(&model);
+    eprintln!("q8_0 linears + convs: {:.1}% codes equal", share * 100.0);
+    assert!(share >= 0.95, "only {:.1}% of codes equal", share * 100.0);
+    assert!(first >= 0.95, "first codebook {:.1}%", first * 100.0);
+    // Decoding: the q8_0 convs' audio stays close to the f32 model's.
+    let pool = LanePool::new(2).unwrap();
+    let codes = reference_codes();
+    let f32_model = MimiModel::load(cfg, fixture("model.safetensors")).unwrap();
+    let want = f32_model.decode(&pool, &codes).unwrap();
+    let got = model.decode(&pool, &codes).unwrap();
+    let r = voxlane_tests::pearson(&got, &want);
+    eprintln!("q8_0 linears + convs: decoded audio correlation {r:.6} ({convs} q8_0 convs)");
+    assert!(r >= 0.99, "decoded audio correlation {r}");
 }
 
 #[test]

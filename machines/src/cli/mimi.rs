@@ -54,6 +54,9 @@ pub struct CodecArgs {
     /// Quantize the transformer linears to q8_0 (codes may then differ from PyTorch).
     #[arg(long)]
     pub q8: bool,
+    /// Quantize the deep SEANet convs and the downsampling conv to q8_0 (codes may then differ).
+    #[arg(long)]
+    pub q8_convs: bool,
     /// Output file.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -154,6 +157,7 @@ pub fn run(cmd: MimiCommand, out: &mut dyn Write) -> Result<(), CliError> {
     let mut init = MimiInit::new();
     let options = MimiOptions {
         q8_transformer: args.q8,
+        q8_convs: args.q8_convs,
     };
     match init.initialize_file(cfg, &model_path, options) {
         InitReply::Initialized { .. } => {}

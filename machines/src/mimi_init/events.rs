@@ -30,7 +30,7 @@ pub struct Initialize {
     pub config: MimiConfig,
     /// The weights.
     pub weights: WeightsSource,
-    /// Route options (q8_0 transformer linears).
+    /// Route options (q8_0 transformer linears, q8_0 matmul-route convs).
     pub options: MimiOptions,
 }
 
@@ -90,7 +90,7 @@ pub struct RouteCounts {
     pub f32: (usize, usize),
     /// Linears on the native half route (f16 or bf16 as stored).
     pub half: (usize, usize),
-    /// Linears quantized to q8_0.
+    /// Linears (and, with `q8_convs`, matmul-route convs) quantized to q8_0.
     pub q8_0: (usize, usize),
 }
 

@@ -1,6 +1,7 @@
 //! `cargo xtask bench mimi`: streaming encode and decode of 20 s (250 code
 //! frames) at the official shapes, one 80 ms frame per step, at every thread
-//! budget, f32 (default) and q8_0 transformer linears.
+//! budget: f32 (default), q8_0 transformer linears, and q8_0 linears plus
+//! the matmul-route convs.
 //!
 //! Each configuration runs in a child process (`bench mimi-child …`) so its
 //! peak RSS is its own. Without `--model`, weights are random with a fixed
@@ -63,7 +64,7 @@ impl Source {
         v
     }
 
-    fn load(&self, q8: bool) -> Result<MimiModel, String> {
+    fn load(&self, q8: bool, q8_convs: bool) -> Result<MimiModel, String> {
         let cfg = match &self.config {
             Some(c) => MimiConfig::from_file(c).map_err(|e| e.to_string())?,
             None => MimiConfig::default(),
@@ -75,7 +76,10 @@ impl Source {
             }
             None => MimiWeights::synthetic(&cfg, 1),
         };
-        let opts = MimiOptions { q8_transformer: q8 };
+        let opts = MimiOptions {
+            q8_transformer: q8,
+            q8_convs,
+        };
         let contract = BindContract::plan(&cfg, &w, opts).map_err(|e| e.to_string())?;
         MimiModel::bind(cfg, w, contract).map_err(|e| e.to_string())
     }
@@ -101,6 +105,16 @@ fn signal(samples: usize) -> Vec<f32> {
         .collect()
 }
 
+/// The weights column: which tensors are q8_0.
+fn weights_label(q8: bool, q8_convs: bool) -> &'static str {
+    match (q8, q8_convs) {
+        (false, false) => "f32",
+        (true, false) => "q8_0 linears",
+        (false, true) => "q8_0 convs",
+        (true, true) => "q8_0 linears + convs",
+    }
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -109,20 +123,22 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// The child: one mode × weights × threads, printed as one JSON line.
 pub fn child(args: &[String]) -> Result<(), String> {
     let mut src = Source::default();
-    let (mut mode, mut q8, mut threads) = (String::from("encode"), false, 1usize);
+    let (mut mode, mut q8, mut q8_convs, mut threads) =
+        (String::from("encode"), false, false, 1usize);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
         match a.as_str() {
             "--mode" => mode = val()?,
             "--q8" => q8 = true,
+            "--q8-convs" => q8_convs = true,
             "--threads" => threads = val()?.parse().map_err(|e| format!("--threads: {e}"))?,
             "--model" => src.model = Some(val()?.into()),
             "--config" => src.config = Some(val()?.into()),
             other => return Err(format!("mimi-child: unknown argument `{other}`")),
         }
     }
-    let model = Arc::new(src.load(q8)?);
+    let model = Arc::new(src.load(q8, q8_convs)?);
     let pool = LanePool::new(threads).map_err(|e| e.to_string())?;
     let (fs, k) = (model.frame_size(), model.num_codebooks());
     let bins = model.config().quantizer.bins as u32;
@@ -179,7 +195,7 @@ pub fn child(args: &[String]) -> Result<(), String> {
     println!(
         "{}",
         json!({
-            "mode": mode, "weights": if q8 { "q8_0" } else { "f32" }, "threads": threads,
+            "mode": mode, "weights": weights_label(q8, q8_convs), "threads": threads,
             "rtf": total / audio, "p50_ms": percentile(&times, 0.5) * 1e3,
             "p99_ms": percentile(&times, 0.99) * 1e3, "peak_rss_mb": peak_rss_mb(),
             "frame_bytes": frame_bytes,
@@ -230,7 +246,7 @@ pub fn run(opts: &BenchOptions, extra: &[String]) -> Result<(), String> {
     }
     let mut results = Vec::new();
     for mode in ["encode", "decode"] {
-        for q8 in [false, true] {
+        for (q8, q8_convs) in [(false, false), (true, false), (true, true)] {
             for &threads in &opts.threads {
                 let mut cmd = std::process::Command::new(&exe);
                 cmd.args(["bench", "mimi-child", "--mode", mode, "--threads"])
@@ -238,6 +254,9 @@ pub fn run(opts: &BenchOptions, extra: &[String]) -> Result<(), String> {
                     .args(src.args());
                 if q8 {
                     cmd.arg("--q8");
+                }
+                if q8_convs {
+                    cmd.arg("--q8-convs");
                 }
                 let out = cmd.output().map_err(|e| format!("mimi child: {e}"))?;
                 if !out.status.success() {

@@ -10,10 +10,11 @@
 //! `s = fma(x[32b+16+j], q[32b+16+j], s)`, then `acc[j] = fma(d_b, s, acc[j])`;
 //! the 16 lanes are combined with `f32_matvec`'s fixed tree.
 
-use super::run_float;
-use crate::kernels::cpu::SimdLevel;
+use super::dense_f32::MULTI_ROWS_M;
+use super::{add_bias, run_float, DisjointOut, CHUNK_N};
+use crate::kernels::cpu::{self, SimdLevel};
 use crate::kernels::error::{check_len, KernelError};
-use crate::kernels::f32_matvec::{reduce16, LANES};
+use crate::kernels::f32_matvec::{reduce16, LANES, MULTI_MAX};
 use voxlane_runtime::Fork;
 
 /// Values per q8_0 block.
@@ -118,6 +119,48 @@ fn rows(level: SimdLevel, x: &[f32], w: &Q8Weights, n0: usize, y: &mut [f32]) {
     }
 }
 
+/// `y[j·ldy + r] = dot(xs[j·k..], W[n0 + r])` for `m ≤ MULTI_MAX` activation
+/// rows and `n` weight rows: each weight block is widened once for every
+/// activation row; the bits of [`rows`] per row.
+#[allow(clippy::too_many_arguments)]
+fn rows_multi(
+    level: SimdLevel,
+    xs: &[f32],
+    m: usize,
+    w: &Q8Weights,
+    n0: usize,
+    n: usize,
+    y: &mut [f32],
+    ldy: usize,
+) {
+    let k = xs.len() / m;
+    let nb = k / Q8_0_BLOCK;
+    let q = &w.quants[n0 * k..(n0 + n) * k];
+    let d = &w.scales[n0 * nb..(n0 + n) * nb];
+    match (level.min(cpu::simd_level()), m) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the level is capped by the detected features; shapes checked by the caller.
+        (SimdLevel::Avx512, 2) => unsafe { x86::rows_multi_avx512::<2>(xs, k, q, d, y, ldy, n) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        (SimdLevel::Avx512, 3) => unsafe { x86::rows_multi_avx512::<3>(xs, k, q, d, y, ldy, n) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        (SimdLevel::Avx512, 4) => unsafe { x86::rows_multi_avx512::<4>(xs, k, q, d, y, ldy, n) },
+        _ => {
+            for j in 0..m {
+                rows(
+                    level,
+                    &xs[j * k..(j + 1) * k],
+                    w,
+                    n0,
+                    &mut y[j * ldy..j * ldy + n],
+                );
+            }
+        }
+    }
+}
+
 /// Decode `W[n0..n0+nr, k0..k0+kb]` to f32 (`d * q` is exact in f32).
 fn decode_tile(
     w: &Q8Weights,
@@ -148,6 +191,35 @@ pub(super) fn run(
     out: &mut [f32],
     lanes: &impl Fork,
 ) -> Result<(), KernelError> {
+    if (2..=MULTI_ROWS_M).contains(&m) {
+        // Streaming steps' few frames: grouped matvecs (no f32 tile decode, no
+        // packing), each output the bits of its row's matvec.
+        let dst = DisjointOut::new(out);
+        lanes.for_each_chunk(n, CHUNK_N, |range| {
+            let nr = range.len();
+            let mut y = [0.0f32; MULTI_MAX * CHUNK_N];
+            for g0 in (0..m).step_by(MULTI_MAX) {
+                let g = MULTI_MAX.min(m - g0);
+                rows_multi(
+                    level,
+                    &a[g0 * k..(g0 + g) * k],
+                    g,
+                    w,
+                    range.start,
+                    nr,
+                    &mut y,
+                    nr,
+                );
+                for r in 0..g {
+                    // SAFETY: this chunk alone writes columns `range` of every row.
+                    let o = unsafe { dst.range_mut((g0 + r) * n + range.start, nr) };
+                    o.copy_from_slice(&y[r * nr..(r + 1) * nr]);
+                    add_bias(o, bias.map(|b| &b[range.clone()]));
+                }
+            }
+        })?;
+        return Ok(());
+    }
     let row_fn = |x: &[f32], n0: usize, y: &mut [f32]| rows(level, x, w, n0, y);
     let tile = |n0: usize, nr: usize, k0: usize, kb: usize, dst: &mut [f32]| {
         decode_tile(w, k, (n0, nr, k0, kb), dst)
@@ -220,6 +292,64 @@ mod x86 {
             }
             y[r] = reduce_avx512(a0);
             r += 1;
+        }
+    }
+
+    /// `M` activation rows × four weight rows at a time: each block's quants
+    /// are widened once and used by every activation row.
+    ///
+    /// # Safety
+    /// Needs AVX-512F/BW/VL/DQ; `xs` holds `M` rows of `k` (a multiple of
+    /// 32), `q`/`d` hold `n` weight rows, `y` rows of `ldy ≥ n` for `M` rows.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]
+    pub(super) unsafe fn rows_multi_avx512<const M: usize>(
+        xs: &[f32],
+        k: usize,
+        q: &[i8],
+        d: &[f32],
+        y: &mut [f32],
+        ldy: usize,
+        n: usize,
+    ) {
+        let nb = k / 32;
+        let xp = xs.as_ptr();
+        let mut r = 0;
+        while r + 4 <= n {
+            let qp: [*const i8; 4] = std::array::from_fn(|i| q.as_ptr().add((r + i) * k));
+            let dr: [&[f32]; 4] = std::array::from_fn(|i| &d[(r + i) * nb..(r + i + 1) * nb]);
+            let mut acc = [[_mm512_setzero_ps(); 4]; M];
+            #[allow(clippy::needless_range_loop)]
+            for b in 0..nb {
+                let o = b * 32;
+                let w0: [__m512; 4] = std::array::from_fn(|i| q16(qp[i].add(o)));
+                let w1: [__m512; 4] = std::array::from_fn(|i| q16(qp[i].add(o + 16)));
+                for (j, aj) in acc.iter_mut().enumerate() {
+                    let x0 = _mm512_loadu_ps(xp.add(j * k + o));
+                    let x1 = _mm512_loadu_ps(xp.add(j * k + o + 16));
+                    for i in 0..4 {
+                        // `block`'s operations in its order.
+                        let s = _mm512_mul_ps(x0, w0[i]);
+                        let s = _mm512_fmadd_ps(x1, w1[i], s);
+                        aj[i] = _mm512_fmadd_ps(_mm512_set1_ps(dr[i][b]), s, aj[i]);
+                    }
+                }
+            }
+            for (j, aj) in acc.iter().enumerate() {
+                for (i, v) in aj.iter().enumerate() {
+                    y[j * ldy + r + i] = reduce_avx512(*v);
+                }
+            }
+            r += 4;
+        }
+        if r < n {
+            for j in 0..M {
+                rows_avx512(
+                    &xs[j * k..(j + 1) * k],
+                    &q[r * k..n * k],
+                    &d[r * nb..n * nb],
+                    &mut y[j * ldy + r..j * ldy + n],
+                );
+            }
         }
     }
 

@@ -142,6 +142,30 @@ proptest! {
     }
 
     #[test]
+    fn streaming_m_rows_equal_their_own_matvecs(m in 2usize..17, n in 1usize..90,
+                                                blocks in 1usize..9, seed in any::<u64>()) {
+        // Grouped small-M routes (streaming frames) give each row the bits of
+        // its m = 1 matvec, for f32 and q8_0 weights.
+        let k = blocks * Q8_0_BLOCK;
+        for format in [WeightFormat::F32, WeightFormat::Q8_0] {
+            let (w, _) = float_weights(format, seed, n, k);
+            let a = rnd_vec(seed ^ 0x77, m * k);
+            let pool = LanePool::new(2).unwrap();
+            let mut ws = MatmulWorkspace::default();
+            for level in cpu::available_levels() {
+                let mut all = vec![f32::NAN; m * n];
+                matmul_with(level, &a, m, k, &w, None, &mut all, &mut ws, &pool).unwrap();
+                for r in 0..m {
+                    let mut one = vec![f32::NAN; n];
+                    matmul_with(level, &a[r * k..(r + 1) * k], 1, k, &w, None, &mut one, &mut ws, &pool)
+                        .unwrap();
+                    prop_assert_eq!(bits(&all[r * n..(r + 1) * n]), bits(&one), "{:?} {:?} m={} row {}", format, level, m, r);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn int8_is_exact(m in 1usize..10, n in 1usize..90, k in 1usize..200, unsigned in any::<bool>(),
                      per_channel in any::<bool>(), seed in any::<u64>()) {
         check_int8(m, n, k, unsigned, per_channel, seed);

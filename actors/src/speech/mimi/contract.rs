@@ -3,12 +3,15 @@
 //!
 //! It says which route each transformer linear takes (f32; native half when
 //! the checkpoint stores it in f16/bf16, whose values the half kernels use
-//! exactly; q8_0 when selective quantization is on) and how much session
+//! exactly; q8_0 when selective quantization is on), which SEANet and
+//! downsampling convs stream on q8_0 weights (when that option is on), and how much session
 //! workspace each side needs per code frame, so a bind can refuse a session
 //! that does not fit before allocating anything.
 
 use super::config::MimiConfig;
 use super::error::MimiError;
+use super::resample::DOWNSAMPLE_WEIGHT;
+use super::seanet::matmul_weights;
 use super::weights::{expected_tensors, MimiWeights};
 use crate::kernels::matmul::WeightFormat;
 use voxlane_runtime::weights::DType;
@@ -19,9 +22,13 @@ pub struct MimiOptions {
     /// Quantize the transformer linears to q8_0 (off by default: codes then
     /// match PyTorch exactly only with it off).
     pub q8_transformer: bool,
+    /// Quantize the convs that stream on the matmul route (SEANet's deep
+    /// layers and the downsampling conv: most of a frame's weight bytes) to
+    /// q8_0 (off by default, for the same reason).
+    pub q8_convs: bool,
 }
 
-/// The route one transformer linear takes.
+/// The route one transformer linear or matmul-route conv takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorRoute {
     /// Official tensor name.
@@ -118,6 +125,22 @@ impl BindContract {
                 format,
             });
         }
+        if options.q8_convs {
+            let (dim, s) = (cfg.seanet.dimension, cfg.resample_stride());
+            let mut convs = matmul_weights(&cfg.seanet, false, cfg.frame_size());
+            convs.extend(matmul_weights(&cfg.seanet, true, s));
+            if s > 1 {
+                convs.push((DOWNSAMPLE_WEIGHT.to_string(), [dim, dim * 2 * s]));
+            }
+            // q8_0 blocks run along K: layers whose K is not whole blocks stay f32.
+            routes.extend(convs.into_iter().filter(|(_, [_, k])| k % 32 == 0).map(
+                |(name, shape)| TensorRoute {
+                    name,
+                    shape,
+                    format: WeightFormat::Q8_0,
+                },
+            ));
+        }
         let mut plan = Self {
             options,
             routes,
@@ -159,7 +182,8 @@ impl BindContract {
         self.options
     }
 
-    /// Every transformer linear with its route.
+    /// Every transformer linear with its route, then (with
+    /// [`MimiOptions::q8_convs`]) every conv weight on q8_0.
     pub fn routes(&self) -> &[TensorRoute] {
         &self.routes
     }

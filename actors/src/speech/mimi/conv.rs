@@ -14,7 +14,8 @@
 //! (Mimi's deep layers). There the layer is a product over output rows:
 //! im2col frames `[t, c_in·k]` against the torch weight `[c_out, c_in·k]`
 //! (or frames `xᵀ` against `[c_out·k, c_in]`, then overlap-add, for the
-//! transposed conv), computed by `matmul_ws` on f32 weights: grouped
+//! transposed conv), computed by `matmul_ws` on f32 (or, by the bind
+//! contract, q8_0: [`ConvRoute::MatmulQ8`]) weights: grouped
 //! matvecs (each weight chunk read once per 4 frames, no allocation) for a
 //! streaming step's few frames, `sgemm` tiles for long batch blocks; lanes
 //! split output rows into fixed chunks, so the bits do not depend on the
@@ -42,9 +43,20 @@ pub enum ConvRoute {
     Kernel,
     /// im2col + dot products over output rows (few frames per step).
     Matmul,
+    /// As [`ConvRoute::Matmul`] on q8_0 weights (a quarter of the bytes a
+    /// streaming step reads; `c_in·k`, or `c_in` when transposed, a multiple of 32).
+    MatmulQ8,
 }
 
 impl ConvRoute {
+    /// Weights `[n, k]` in this matmul route's format.
+    fn weights(self, w: Vec<f32>, n: usize, k: usize) -> Result<Weights, MimiError> {
+        Ok(match self {
+            ConvRoute::MatmulQ8 => Weights::q8_0_from_f32(&w, n, k)?,
+            _ => Weights::f32(w, n, k)?,
+        })
+    }
+
     /// The route for a layer whose streaming steps produce `frames` output frames.
     pub fn for_frames(frames: usize) -> Self {
         if frames <= MATMUL_MAX_FRAMES {
@@ -165,7 +177,7 @@ impl CausalConv {
                 "conv kernel span {span} shorter than stride {stride}"
             )));
         }
-        let conv = if route == ConvRoute::Matmul && groups == 1 {
+        let conv = if route != ConvRoute::Kernel && groups == 1 {
             if weight.len() != c_out * c_in * kernel {
                 return Err(MimiError::Input(format!(
                     "conv weight of {} values for {c_out}×{c_in}×{kernel}",
@@ -173,7 +185,7 @@ impl CausalConv {
                 )));
             }
             ConvImpl::Matmul(
-                Weights::f32(weight.to_vec(), c_out, c_in * kernel)?,
+                route.weights(weight.to_vec(), c_out, c_in * kernel)?,
                 bias.map(<[f32]>::to_vec),
             )
         } else {
@@ -353,7 +365,7 @@ impl CausalConvTr {
         let params = ConvTranspose1dParams::new(c_in, c_out, kernel)
             .stride(stride)
             .groups(groups);
-        let conv = if route == ConvRoute::Matmul && groups == 1 {
+        let conv = if route != ConvRoute::Kernel && groups == 1 {
             // [c_in, c_out, k] → [(c_out, k), c_in].
             let n = c_out * kernel;
             if weight.len() != c_in * n {
@@ -368,7 +380,7 @@ impl CausalConvTr {
                     packed[j * c_in + ci] = *v;
                 }
             }
-            ConvTrImpl::Matmul(Weights::f32(packed, n, c_in)?)
+            ConvTrImpl::Matmul(route.weights(packed, n, c_in)?)
         } else {
             ConvTrImpl::Kernel(ConvTranspose1d::new(params, weight, bias)?)
         };

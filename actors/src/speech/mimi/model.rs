@@ -142,8 +142,8 @@ impl MimiModel {
         let s = cfg.resample_stride();
         let mut model = Self {
             id: super::next_id(),
-            encoder: Seanet::new(&cfg.seanet, false, cfg.frame_size(), &mut w)?,
-            decoder: Seanet::new(&cfg.seanet, true, s, &mut w)?,
+            encoder: Seanet::new(&cfg.seanet, false, cfg.frame_size(), &mut w, &contract)?,
+            decoder: Seanet::new(&cfg.seanet, true, s, &mut w, &contract)?,
             encoder_transformer: Transformer::new(
                 &cfg.transformer,
                 "encoder_transformer",
@@ -157,7 +157,7 @@ impl MimiModel {
                 &contract,
             )?,
             downsample: if s > 1 {
-                Some(resample::downsample(dim, s, &mut w)?)
+                Some(resample::downsample(dim, s, &mut w, &contract)?)
             } else {
                 None
             },

@@ -5,14 +5,29 @@
 //! channel-wise (`groups = dim`, moshi's `upsample_channel_wise_bug`)
 //! transposed conv of kernel `2s` without bias.
 
+use super::contract::BindContract;
 use super::conv::{CausalConv, CausalConvTr, ConvRoute};
 use super::error::MimiError;
 use super::weights::MimiWeights;
+use crate::kernels::matmul::WeightFormat;
 
-/// The downsampling conv `downsample.conv.conv.conv.weight` `[dim, dim, 2s]`.
-pub fn downsample(dim: usize, stride: usize, w: &mut MimiWeights) -> Result<CausalConv, MimiError> {
-    let weight = w.take("downsample.conv.conv.conv.weight")?;
+/// Name of the downsampling conv's weight.
+pub const DOWNSAMPLE_WEIGHT: &str = "downsample.conv.conv.conv.weight";
+
+/// The downsampling conv `downsample.conv.conv.conv.weight` `[dim, dim, 2s]`
+/// (q8_0 when `contract` says so).
+pub fn downsample(
+    dim: usize,
+    stride: usize,
+    w: &mut MimiWeights,
+    contract: &BindContract,
+) -> Result<CausalConv, MimiError> {
+    let weight = w.take(DOWNSAMPLE_WEIGHT)?;
     // Streaming steps produce one code frame: the matmul route.
+    let route = match contract.format_of(DOWNSAMPLE_WEIGHT) {
+        WeightFormat::Q8_0 => ConvRoute::MatmulQ8,
+        _ => ConvRoute::Matmul,
+    };
     CausalConv::new(
         dim,
         dim,
@@ -23,7 +38,7 @@ pub fn downsample(dim: usize, stride: usize, w: &mut MimiWeights) -> Result<Caus
         &weight,
         None,
         true,
-        ConvRoute::Matmul,
+        route,
     )
 }
 

@@ -6,11 +6,13 @@
 //! check and the model build both read it, so they cannot disagree.
 
 use super::config::SeanetConfig;
+use super::contract::BindContract;
 use super::conv::{CausalConv, CausalConvTr, ConvHistory, ConvRoute, ConvScratch};
 use super::error::MimiError;
 use super::weights::MimiWeights;
 use crate::kernels::cpu::simd_level;
 use crate::kernels::elementwise::activations::elu;
+use crate::kernels::matmul::WeightFormat;
 use voxlane_runtime::Fork;
 
 /// One block of the `model` sequence, as named in the checkpoint.
@@ -191,6 +193,37 @@ pub fn layout(cfg: &SeanetConfig, decoder: bool) -> Vec<Block> {
     blocks
 }
 
+/// The conv weights of the encoder or decoder that stream on the matmul
+/// route when each step takes `stream_t` input frames (the deep layers,
+/// where the weight bytes are), with `[N, K]` as that route packs them:
+/// `[c_out, c_in·k]` for a conv, `[c_out·k, c_in]` for a transposed one.
+pub fn matmul_weights(
+    cfg: &SeanetConfig,
+    decoder: bool,
+    stream_t: usize,
+) -> Vec<(String, [usize; 2])> {
+    let mut t = stream_t;
+    let mut out = Vec::new();
+    for block in layout(cfg, decoder) {
+        match &block {
+            Block::Conv { stride, .. } => t /= stride,
+            Block::ConvTr { stride, .. } => t *= stride,
+            Block::Elu | Block::Res { .. } => {}
+        }
+        if ConvRoute::for_frames(t) == ConvRoute::Kernel {
+            continue;
+        }
+        let transposed = matches!(block, Block::ConvTr { .. });
+        for (name, shape) in block.tensors() {
+            if let (true, &[a, b, k]) = (name.ends_with(".weight"), shape.as_slice()) {
+                let nk = if transposed { [b * k, a] } else { [a, b * k] };
+                out.push((name, nk));
+            }
+        }
+    }
+    out
+}
+
 /// A bound block.
 #[derive(Debug, Clone)]
 enum Op {
@@ -301,13 +334,20 @@ fn conv_from(
 
 impl Seanet {
     /// Bind the blocks of [`layout`] from `w` (tensors are taken out of it);
-    /// `stream_t` input frames per streaming step pick each layer's [`ConvRoute`].
+    /// `stream_t` input frames per streaming step pick each layer's
+    /// [`ConvRoute`], and `contract` whether a matmul-route weight is q8_0.
     pub fn new(
         cfg: &SeanetConfig,
         decoder: bool,
         stream_t: usize,
         w: &mut MimiWeights,
+        contract: &BindContract,
     ) -> Result<Self, MimiError> {
+        // The matmul route on the format the contract planned for `weight`.
+        let routed = |route: ConvRoute, weight: &str| match (route, contract.format_of(weight)) {
+            (ConvRoute::Matmul, WeightFormat::Q8_0) => ConvRoute::MatmulQ8,
+            (r, _) => r,
+        };
         let mut ops = Vec::new();
         let mut t = stream_t;
         for block in layout(cfg, decoder) {
@@ -329,7 +369,7 @@ impl Seanet {
                     w,
                     &name,
                     (c_in, c_out, kernel, stride, 1),
-                    route,
+                    routed(route, &format!("{name}.conv.conv.weight")),
                 )?),
                 Block::ConvTr {
                     name,
@@ -337,7 +377,8 @@ impl Seanet {
                     c_out,
                     stride,
                 } => {
-                    let weight = w.take(&format!("{name}.convtr.convtr.weight"))?;
+                    let wname = format!("{name}.convtr.convtr.weight");
+                    let weight = w.take(&wname)?;
                     let bias = w.take(&format!("{name}.convtr.convtr.bias"))?;
                     Op::ConvTr(CausalConvTr::new(
                         c_in,
@@ -347,7 +388,7 @@ impl Seanet {
                         1,
                         &weight,
                         Some(&bias),
-                        route,
+                        routed(route, &wname),
                     )?)
                 }
                 Block::Res {
@@ -362,15 +403,20 @@ impl Seanet {
                         w,
                         &format!("{name}.block.1"),
                         (dim, hidden, kernel, 1, dilation),
-                        route,
+                        routed(route, &format!("{name}.block.1.conv.conv.weight")),
                     )?,
-                    conv2: conv_from(w, &format!("{name}.block.3"), (hidden, dim, 1, 1, 1), route)?,
+                    conv2: conv_from(
+                        w,
+                        &format!("{name}.block.3"),
+                        (hidden, dim, 1, 1, 1),
+                        routed(route, &format!("{name}.block.3.conv.conv.weight")),
+                    )?,
                     shortcut: if shortcut {
                         Some(conv_from(
                             w,
                             &format!("{name}.shortcut"),
                             (dim, dim, 1, 1, 1),
-                            route,
+                            routed(route, &format!("{name}.shortcut.conv.conv.weight")),
                         )?)
                     } else {
                         None
