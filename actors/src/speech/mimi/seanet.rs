@@ -10,7 +10,7 @@ use super::contract::BindContract;
 use super::conv::{CausalConv, CausalConvTr, ConvHistory, ConvRoute, ConvScratch};
 use super::error::MimiError;
 use super::weights::MimiWeights;
-use crate::kernels::cpu::simd_level;
+use crate::kernels::cpu::{simd_level, SimdLevel};
 use crate::kernels::elementwise::activations::elu;
 use crate::kernels::matmul::WeightFormat;
 use voxlane_runtime::Fork;
@@ -222,6 +222,19 @@ pub fn matmul_weights(
         }
     }
     out
+}
+
+/// Elements per parallel ELU chunk (the early layers' `[64, 1920]` splits in eight).
+const ELU_CHUNK: usize = 1 << 14;
+
+/// ELU in place over fixed chunks on the pool (elementwise: same bits for any budget).
+fn par_elu(pool: &impl Fork, level: SimdLevel, x: &mut [f32], alpha: f32) -> Result<(), MimiError> {
+    if x.len() <= ELU_CHUNK {
+        elu(level, x, alpha);
+        return Ok(());
+    }
+    pool.for_each_chunk_mut(x, ELU_CHUNK, |_, c| elu(level, c, alpha))?;
+    Ok(())
 }
 
 /// A bound block.
@@ -525,7 +538,7 @@ impl Seanet {
         a[..c * t].copy_from_slice(x);
         for (op, state) in self.ops.iter().zip(states.iter_mut()) {
             match (op, state) {
-                (Op::Elu, _) => elu(level, &mut a[..c * t], self.alpha),
+                (Op::Elu, _) => par_elu(pool, level, &mut a[..c * t], self.alpha)?,
                 (Op::Conv(k), OpState::Conv(h)) => {
                     let to = k.out_len(t);
                     k.step(pool, h, &a[..c * t], t, &mut b[..k.c_out() * to], sc)?;
@@ -547,9 +560,9 @@ impl Seanet {
                     let n = c * t;
                     let hn = conv1.c_out() * t;
                     h1[..n].copy_from_slice(&a[..n]);
-                    elu(level, &mut h1[..n], self.alpha);
+                    par_elu(pool, level, &mut h1[..n], self.alpha)?;
                     conv1.step(pool, s1, &h1[..n], t, &mut h2[..hn], sc)?;
-                    elu(level, &mut h2[..hn], self.alpha);
+                    par_elu(pool, level, &mut h2[..hn], self.alpha)?;
                     conv2.step(pool, s2, &h2[..hn], t, &mut h1[..n], sc)?;
                     match (shortcut, s3) {
                         (Some(k), Some(s3)) => {
