@@ -301,6 +301,9 @@ enum Sink {
     Int(Shared<i32>),
     /// Dequantized f32 `[c_out, t_out]` with the activation scale.
     Float(Shared<f32>, f32),
+    /// `out += (acc + bias_q[co]) · s` into f32 `[c_out, t_out]`: the export's
+    /// dequantization with its floored bias, then a residual `Add`.
+    FloatAdd(Shared<f32>, f32, Shared<i32>),
 }
 
 impl Conv1dInt8 {
@@ -473,6 +476,34 @@ impl Conv1dInt8 {
         let p = &self.params;
         check_len("conv1d int8 output", p.c_out * p.out_len(t_in)?, out.len())?;
         let sink = Sink::Int(Shared(out.as_mut_ptr()));
+        self.run(pool, xq, x_zero_point, t_in, sink, &mut ws.pack)
+    }
+
+    /// `ConvInteger` dequantized and added into `out: [c_out, out_len(t_in)]`
+    /// in the kernel's epilogue: `out += (acc + bias_q[co]) as f32 · s`, the
+    /// bits of [`Conv1dInt8::conv_integer`] followed by that pass, without
+    /// the i32 tensor's round trip through memory.
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv_integer_add(
+        &self,
+        pool: &impl Fork,
+        xq: &[u8],
+        x_zero_point: u8,
+        t_in: usize,
+        bias_q: &[i32],
+        s: f32,
+        out: &mut [f32],
+        ws: &mut Conv1dInt8Workspace,
+    ) -> Result<(), KernelError> {
+        let p = &self.params;
+        check_len("conv1d int8 output", p.c_out * p.out_len(t_in)?, out.len())?;
+        check_len("conv1d int8 quantized bias", p.c_out, bias_q.len())?;
+        // The bias pointer is only read.
+        let sink = Sink::FloatAdd(
+            Shared(out.as_mut_ptr()),
+            s,
+            Shared(bias_q.as_ptr().cast_mut()),
+        );
         self.run(pool, xq, x_zero_point, t_in, sink, &mut ws.pack)
     }
 
@@ -702,6 +733,18 @@ impl Conv1dInt8 {
                             *o = *a as f32 * m;
                         }
                     }
+                }
+            }
+            Sink::FloatAdd(out, scale, bias_q) => {
+                // SAFETY: as above; `bias_q` holds c_out values (checked by the caller).
+                let (row, b) = unsafe {
+                    (
+                        std::slice::from_raw_parts_mut(out.ptr().add(co * t_out + t), n),
+                        *bias_q.ptr().add(co),
+                    )
+                };
+                for (o, a) in row.iter_mut().zip(acc.iter()) {
+                    *o += a.wrapping_add(b) as f32 * scale;
                 }
             }
         }

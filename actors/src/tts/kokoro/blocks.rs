@@ -515,19 +515,9 @@ impl AdaInResBlock1 {
                     pointwise::range(row)
                 },
             )?;
-            // x += conv2(y).
-            b.conv2.forward_rows(
-                pool,
-                &ws.y[..c * t],
-                t,
-                Some(r2),
-                x,
-                &mut ws.qconv,
-                |acc, bq, s, row, _| {
-                    pointwise::dequantize_add(acc, bq, s, row);
-                    [0.0, 0.0]
-                },
-            )?;
+            // x += conv2(y), dequantized in the conv's epilogue.
+            b.conv2
+                .forward_add(pool, &ws.y[..c * t], t, Some(r2), x, &mut ws.qconv)?;
         }
         Ok(())
     }

@@ -44,6 +44,7 @@ pub struct LaneQConvWorkspace {
     xq: Vec<u8>,
     acc: Vec<i32>,
     minmax: Vec<[f32; 2]>,
+    bias_q: Vec<i32>,
     conv: Conv1dInt8Workspace,
 }
 
@@ -132,6 +133,50 @@ impl LaneQConv {
         Ok(())
     }
 
+    /// `out += conv(x)` (the residual `Add` after the dequantization), with
+    /// `x`'s range if known: [`LaneQConv::forward_rows`] with
+    /// `pointwise::dequantize_add` as its finish, bit for bit, the
+    /// dequantization done in the integer kernel's epilogue.
+    pub fn forward_add(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t_in: usize,
+        range: Option<[f32; 2]>,
+        out: &mut [f32],
+        ws: &mut LaneQConvWorkspace,
+    ) -> Result<(), KokoroError> {
+        let p = &self.params;
+        let n = p.c_in * t_in;
+        check_len("qconv input", n, x.len())?;
+        let t_out = p.out_len(t_in)?;
+        check_len("qconv output", p.c_out * t_out, out.len())?;
+        if t_out == 0 {
+            return Ok(());
+        }
+        grow(&mut ws.xq, n);
+        let aq = quantize_on_lanes(pool, x, &mut ws.xq[..n], range, &mut ws.minmax)?;
+        let s = aq.scale * self.w_scale;
+        ws.bias_q.clear();
+        ws.bias_q.extend((0..p.c_out).map(|co| {
+            // ONNX Cast of an already floored float to int32 is exact.
+            self.bias
+                .as_deref()
+                .map_or(0, |b| (b[co] / s).floor() as i32)
+        }));
+        self.conv.conv_integer_add(
+            pool,
+            &ws.xq[..n],
+            aq.zero_point,
+            t_in,
+            &ws.bias_q,
+            s,
+            out,
+            &mut ws.conv,
+        )?;
+        Ok(())
+    }
+
     /// Quantize `x` (with its `[min(0, x…), max(0, x…)]` if known), run the
     /// integer conv, then call `finish(acc_row, bias_q, s, out_row, co)` for
     /// every output channel on the lanes; the plain dequantization is
@@ -189,5 +234,63 @@ impl LaneQConv {
             }
         })?;
         Ok(merged.into_inner().unwrap_or([0.0, 0.0]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use voxlane_runtime::LanePool;
+
+    #[test]
+    fn forward_add_equals_the_dequantize_add_finish() {
+        // Dilated, padded, odd lengths, a bias that floors negative and positive.
+        for &(c_in, c_out, k, d, t) in
+            &[(16, 16, 3, 1, 37), (12, 20, 7, 3, 130), (8, 5, 11, 5, 301)]
+        {
+            let pad = (k - 1) * d / 2;
+            let p = Conv1dParams::new(c_in, c_out, k)
+                .dilation(d)
+                .padding(pad, pad);
+            let weight: Vec<u8> = (0..p.weight_len())
+                .map(|i| ((i * 97 + 13) % 256) as u8)
+                .collect();
+            let bias: Vec<f32> = (0..c_out).map(|i| i as f32 * 0.037 - 0.3).collect();
+            let q = QConv::new(p, weight, 0.004, 131, Some(bias)).expect("qconv");
+            let conv = LaneQConv::new(q).expect("lane qconv");
+            let x: Vec<f32> = (0..c_in * t)
+                .map(|i| ((i * 7919) % 1009) as f32 * 0.01 - 4.0)
+                .collect();
+            let start: Vec<f32> = (0..c_out * t)
+                .map(|i| (i % 13) as f32 * 0.1 - 0.6)
+                .collect();
+            for threads in [1, 2] {
+                let pool = LanePool::new(threads).expect("pool");
+                let mut ws = LaneQConvWorkspace::new();
+                let mut want = start.clone();
+                conv.forward_rows(
+                    &pool,
+                    &x,
+                    t,
+                    None,
+                    &mut want,
+                    &mut ws,
+                    |acc, bq, s, row, _| {
+                        pointwise::dequantize_add(acc, bq, s, row);
+                        [0.0, 0.0]
+                    },
+                )
+                .expect("forward_rows");
+                let mut got = start.clone();
+                conv.forward_add(&pool, &x, t, None, &mut got, &mut ws)
+                    .expect("forward_add");
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&got),
+                    bits(&want),
+                    "c_in={c_in} k={k} d={d} t={t} threads={threads}"
+                );
+            }
+        }
     }
 }
