@@ -301,8 +301,10 @@ enum Sink {
     Int(Shared<i32>),
     /// Dequantized f32 `[c_out, t_out]` with the activation scale.
     Float(Shared<f32>, f32),
-    /// `out += (acc + bias_q[co]) · s` into f32 `[c_out, t_out]`: the export's
-    /// dequantization with its floored bias, then a residual `Add`.
+    /// `out = (acc + bias_q[co]) · s` into f32 `[c_out, t_out]`: the export's
+    /// dequantization with its floored bias.
+    FloatBias(Shared<f32>, f32, Shared<i32>),
+    /// As `FloatBias`, added into `out` (a residual `Add`).
     FloatAdd(Shared<f32>, f32, Shared<i32>),
 }
 
@@ -479,10 +481,27 @@ impl Conv1dInt8 {
         self.run(pool, xq, x_zero_point, t_in, sink, &mut ws.pack)
     }
 
-    /// `ConvInteger` dequantized and added into `out: [c_out, out_len(t_in)]`
-    /// in the kernel's epilogue: `out += (acc + bias_q[co]) as f32 · s`, the
-    /// bits of [`Conv1dInt8::conv_integer`] followed by that pass, without
-    /// the i32 tensor's round trip through memory.
+    /// `ConvInteger` dequantized into `out: [c_out, out_len(t_in)]` in the
+    /// kernel's epilogue: `out = (acc + bias_q[co]) as f32 · s` (the export's
+    /// `Cast(acc + Floor(bias / s)) · s`), the bits of
+    /// [`Conv1dInt8::conv_integer`] followed by that pass, without the i32
+    /// tensor's round trip through memory.
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv_integer_dequant(
+        &self,
+        pool: &impl Fork,
+        xq: &[u8],
+        x_zero_point: u8,
+        t_in: usize,
+        bias_q: &[i32],
+        s: f32,
+        out: &mut [f32],
+        ws: &mut Conv1dInt8Workspace,
+    ) -> Result<(), KernelError> {
+        self.dequant_into(pool, xq, x_zero_point, t_in, bias_q, s, out, false, ws)
+    }
+
+    /// As [`Conv1dInt8::conv_integer_dequant`], added into `out` (`out += …`).
     #[allow(clippy::too_many_arguments)]
     pub fn conv_integer_add(
         &self,
@@ -495,15 +514,32 @@ impl Conv1dInt8 {
         out: &mut [f32],
         ws: &mut Conv1dInt8Workspace,
     ) -> Result<(), KernelError> {
+        self.dequant_into(pool, xq, x_zero_point, t_in, bias_q, s, out, true, ws)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn dequant_into(
+        &self,
+        pool: &impl Fork,
+        xq: &[u8],
+        x_zero_point: u8,
+        t_in: usize,
+        bias_q: &[i32],
+        s: f32,
+        out: &mut [f32],
+        add: bool,
+        ws: &mut Conv1dInt8Workspace,
+    ) -> Result<(), KernelError> {
         let p = &self.params;
         check_len("conv1d int8 output", p.c_out * p.out_len(t_in)?, out.len())?;
         check_len("conv1d int8 quantized bias", p.c_out, bias_q.len())?;
         // The bias pointer is only read.
-        let sink = Sink::FloatAdd(
-            Shared(out.as_mut_ptr()),
-            s,
-            Shared(bias_q.as_ptr().cast_mut()),
-        );
+        let (o, b) = (Shared(out.as_mut_ptr()), Shared(bias_q.as_ptr().cast_mut()));
+        let sink = if add {
+            Sink::FloatAdd(o, s, b)
+        } else {
+            Sink::FloatBias(o, s, b)
+        };
         self.run(pool, xq, x_zero_point, t_in, sink, &mut ws.pack)
     }
 
@@ -733,6 +769,18 @@ impl Conv1dInt8 {
                             *o = *a as f32 * m;
                         }
                     }
+                }
+            }
+            Sink::FloatBias(out, scale, bias_q) => {
+                // SAFETY: as above; `bias_q` holds c_out values (checked by the caller).
+                let (row, b) = unsafe {
+                    (
+                        std::slice::from_raw_parts_mut(out.ptr().add(co * t_out + t), n),
+                        *bias_q.ptr().add(co),
+                    )
+                };
+                for (o, a) in row.iter_mut().zip(acc.iter()) {
+                    *o = a.wrapping_add(b) as f32 * scale;
                 }
             }
             Sink::FloatAdd(out, scale, bias_q) => {

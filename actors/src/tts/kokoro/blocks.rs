@@ -502,15 +502,14 @@ impl AdaInResBlock1 {
             })?;
             let r1 = range.into_inner().unwrap_or([0.0, 0.0]);
             // y = snake(adain2(conv1(xt))), finished row by row.
-            let r2 = b.conv1.forward_rows(
+            let r2 = b.conv1.forward_then(
                 pool,
                 &ws.xt[..c * t],
                 t,
                 Some(r1),
                 &mut ws.y[..c * t],
                 &mut ws.qconv,
-                |acc, bq, s, row, co| {
-                    pointwise::dequantize(acc, bq, s, row);
+                |row, co| {
                     adain_snake_rows(row, t, p2.rows(co, 1));
                     pointwise::range(row)
                 },

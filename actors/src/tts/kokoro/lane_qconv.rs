@@ -126,11 +126,7 @@ impl LaneQConv {
         out: &mut [f32],
         ws: &mut LaneQConvWorkspace,
     ) -> Result<(), KokoroError> {
-        self.forward_rows(pool, x, t_in, None, out, ws, |acc, bq, s, o, _| {
-            pointwise::dequantize(acc, bq, s, o);
-            [0.0, 0.0]
-        })?;
-        Ok(())
+        self.dequantized(pool, x, t_in, None, out, false, ws)
     }
 
     /// `out += conv(x)` (the residual `Add` after the dequantization), with
@@ -144,6 +140,61 @@ impl LaneQConv {
         t_in: usize,
         range: Option<[f32; 2]>,
         out: &mut [f32],
+        ws: &mut LaneQConvWorkspace,
+    ) -> Result<(), KokoroError> {
+        self.dequantized(pool, x, t_in, range, out, true, ws)
+    }
+
+    /// `out = conv(x)` dequantized in the integer kernel's epilogue; then,
+    /// with `finish`, `finish(out_row, co)` on every output row on the lanes
+    /// (e.g. a norm over the row), returning the merge of the ranges it
+    /// reports. The bits of [`LaneQConv::forward_rows`] with
+    /// `pointwise::dequantize` before the same `finish`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward_then<F>(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t_in: usize,
+        range: Option<[f32; 2]>,
+        out: &mut [f32],
+        ws: &mut LaneQConvWorkspace,
+        finish: F,
+    ) -> Result<[f32; 2], KokoroError>
+    where
+        F: Fn(&mut [f32], usize) -> [f32; 2] + Sync,
+    {
+        self.dequantized(pool, x, t_in, range, out, false, ws)?;
+        let t_out = self.params.out_len(t_in)?;
+        if t_out == 0 {
+            return Ok([0.0, 0.0]);
+        }
+        let rows = (CHUNK / t_out).max(1);
+        let merged = std::sync::Mutex::new([0.0f32, 0.0f32]);
+        pool.for_each_chunk_mut(out, rows * t_out, |i, o| {
+            let r = o
+                .chunks_exact_mut(t_out)
+                .enumerate()
+                .fold([0.0f32, 0.0f32], |m, (r, row)| {
+                    merge_range(m, &finish(row, i * rows + r))
+                });
+            if let Ok(mut m) = merged.lock() {
+                *m = merge_range(*m, &r);
+            }
+        })?;
+        Ok(merged.into_inner().unwrap_or([0.0, 0.0]))
+    }
+
+    /// Quantize `x`, then the integer conv dequantized (or added, `add`) into `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn dequantized(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t_in: usize,
+        range: Option<[f32; 2]>,
+        out: &mut [f32],
+        add: bool,
         ws: &mut LaneQConvWorkspace,
     ) -> Result<(), KokoroError> {
         let p = &self.params;
@@ -164,16 +215,22 @@ impl LaneQConv {
                 .as_deref()
                 .map_or(0, |b| (b[co] / s).floor() as i32)
         }));
-        self.conv.conv_integer_add(
-            pool,
-            &ws.xq[..n],
-            aq.zero_point,
-            t_in,
-            &ws.bias_q,
-            s,
-            out,
-            &mut ws.conv,
-        )?;
+        let (xq, bq) = (&ws.xq[..n], &ws.bias_q[..]);
+        if add {
+            self.conv
+                .conv_integer_add(pool, xq, aq.zero_point, t_in, bq, s, out, &mut ws.conv)?;
+        } else {
+            self.conv.conv_integer_dequant(
+                pool,
+                xq,
+                aq.zero_point,
+                t_in,
+                bq,
+                s,
+                out,
+                &mut ws.conv,
+            )?;
+        }
         Ok(())
     }
 
@@ -243,7 +300,7 @@ mod tests {
     use voxlane_runtime::LanePool;
 
     #[test]
-    fn forward_add_equals_the_dequantize_add_finish() {
+    fn epilogue_dequantization_equals_the_separate_passes() {
         // Dilated, padded, odd lengths, a bias that floors negative and positive.
         for &(c_in, c_out, k, d, t) in
             &[(16, 16, 3, 1, 37), (12, 20, 7, 3, 130), (8, 5, 11, 5, 301)]
@@ -285,11 +342,54 @@ mod tests {
                 conv.forward_add(&pool, &x, t, None, &mut got, &mut ws)
                     .expect("forward_add");
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                assert_eq!(
-                    bits(&got),
-                    bits(&want),
-                    "c_in={c_in} k={k} d={d} t={t} threads={threads}"
-                );
+                let case = format!("c_in={c_in} k={k} d={d} t={t} threads={threads}");
+                assert_eq!(bits(&got), bits(&want), "add: {case}");
+                // Plain dequantization, and a row finish after it.
+                let square = |row: &mut [f32], co: usize| {
+                    for v in row.iter_mut() {
+                        *v = *v * *v + co as f32;
+                    }
+                    pointwise::range(row)
+                };
+                let mut want = start.clone();
+                let r_want = conv
+                    .forward_rows(
+                        &pool,
+                        &x,
+                        t,
+                        None,
+                        &mut want,
+                        &mut ws,
+                        |acc, bq, s, row, co| {
+                            pointwise::dequantize(acc, bq, s, row);
+                            square(row, co)
+                        },
+                    )
+                    .expect("forward_rows");
+                let mut got = start.clone();
+                let r_got = conv
+                    .forward_then(&pool, &x, t, None, &mut got, &mut ws, square)
+                    .expect("forward_then");
+                assert_eq!(bits(&got), bits(&want), "then: {case}");
+                assert_eq!(r_got, r_want, "then range: {case}");
+                let mut plain = start.clone();
+                conv.forward(&pool, &x, t, &mut plain, &mut ws)
+                    .expect("forward");
+                let mut want = start.clone();
+                conv.forward_rows(
+                    &pool,
+                    &x,
+                    t,
+                    None,
+                    &mut want,
+                    &mut ws,
+                    |acc, bq, s, row, _| {
+                        pointwise::dequantize(acc, bq, s, row);
+                        [0.0, 0.0]
+                    },
+                )
+                .expect("forward_rows");
+                assert_eq!(bits(&plain), bits(&want), "plain: {case}");
             }
         }
     }
