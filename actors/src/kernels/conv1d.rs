@@ -32,6 +32,9 @@ use super::sgemm::{sgemm, MatRef};
 
 /// Output frames per parallel chunk of the GEMM route (fixed: determinism).
 pub const TIME_CHUNK: usize = 128;
+
+/// Elements per parallel chunk of the padding copy (whole rows).
+const PAD_CHUNK: usize = 1 << 14;
 /// Parallel units the direct route aims for, splitting output rows when a
 /// step has fewer time chunks than this.
 const MIN_UNITS: usize = 8;
@@ -195,7 +198,13 @@ pub(crate) fn pad_into<T: Copy>(
     zero: T,
     dst: &mut [T],
 ) -> Result<(), KernelError> {
-    let tp = pl + t + pr;
+    check_pad(t, pl, pr, mode)?;
+    pad_rows(x, t, pl, pr, mode, zero, dst);
+    Ok(())
+}
+
+/// Whether rows of `t` frames can be padded by `(pl, pr)` in `mode`.
+pub(crate) fn check_pad(t: usize, pl: usize, pr: usize, mode: PadMode) -> Result<(), KernelError> {
     if t == 0 && mode != PadMode::Zeros && pl + pr > 0 {
         return Err(KernelError::Param {
             what: "conv1d padding",
@@ -208,6 +217,20 @@ pub(crate) fn pad_into<T: Copy>(
             detail: format!("reflect padding ({pl}, {pr}) must be < input length {t}"),
         });
     }
+    Ok(())
+}
+
+/// [`pad_into`]'s copy, for a padding [`check_pad`] accepted.
+pub(crate) fn pad_rows<T: Copy>(
+    x: &[T],
+    t: usize,
+    pl: usize,
+    pr: usize,
+    mode: PadMode,
+    zero: T,
+    dst: &mut [T],
+) {
+    let tp = pl + t + pr;
     for (src, row) in x.chunks_exact(t.max(1)).zip(dst.chunks_exact_mut(tp)) {
         row[pl..pl + t].copy_from_slice(&src[..t]);
         for j in 0..pl {
@@ -225,7 +248,6 @@ pub(crate) fn pad_into<T: Copy>(
             };
         }
     }
-    Ok(())
 }
 
 /// Readable reference: direct loops with f64 accumulation. Returns `[c_out, t_out]`.
@@ -499,8 +521,14 @@ impl Conv1d {
         let t_out = p.out_len(t_in)?;
         check_len("conv1d output", p.c_out * t_out, out.len())?;
         grow(&mut ws.xpad, p.c_in * tp);
-        let xpad = &mut ws.xpad[..p.c_in * tp];
-        pad_into(x, t_in, p.pad_left, p.pad_right, p.pad_mode, 0.0, xpad)?;
+        // Padding rows on the lanes (a plain copy, any split gives the same values).
+        check_pad(t_in, p.pad_left, p.pad_right, p.pad_mode)?;
+        let rows = (PAD_CHUNK / tp.max(1)).max(1);
+        pool.for_each_chunk_mut(&mut ws.xpad[..p.c_in * tp], rows * tp, |i, dst| {
+            let r0 = i * rows;
+            let src = &x[r0 * t_in..(r0 + dst.len() / tp) * t_in];
+            pad_rows(src, t_in, p.pad_left, p.pad_right, p.pad_mode, 0.0, dst);
+        })?;
         self.run_padded(pool, &ws.xpad, tp, out, &mut ws.scratch)
     }
 

@@ -31,7 +31,7 @@
 
 use voxlane_runtime::Fork;
 
-use super::conv1d::{out_len_padded, pad_into, Conv1dParams};
+use super::conv1d::{check_pad, out_len_padded, pad_into, pad_rows, Conv1dParams};
 use super::cpu::{self, simd_level, SimdLevel};
 use super::error::{check_len, KernelError};
 use super::matmul::{quantize_activations, ActivationQuant, IntWeights};
@@ -558,8 +558,15 @@ impl Conv1dInt8 {
         let tp = p.padded_len(t_in);
         let t_out = p.out_len(t_in)?;
         self.reserve_pack(ps, tp)?;
-        let xpad = &mut ps.xpad[..p.c_in * tp];
-        pad_into(xq, t_in, p.pad_left, p.pad_right, p.pad_mode, zx, xpad)?;
+        // Padding rows on the lanes (a plain copy, any split gives the same bytes).
+        check_pad(t_in, p.pad_left, p.pad_right, p.pad_mode)?;
+        let rows = (QUANT_CHUNK / tp.max(1)).max(1);
+        pool.for_each_chunk_mut(&mut ps.xpad[..p.c_in * tp], rows * tp, |i, dst| {
+            let r0 = i * rows;
+            let n = dst.len() / tp;
+            let src = &xq[r0 * t_in..(r0 + n) * t_in];
+            pad_rows(src, t_in, p.pad_left, p.pad_right, p.pad_mode, zx, dst);
+        })?;
         if t_out == 0 {
             return Ok(());
         }
