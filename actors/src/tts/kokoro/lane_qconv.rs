@@ -7,8 +7,11 @@
 //! for every thread budget, and equal to `QConv::forward`):
 //! 1. `DynamicQuantizeLinear`: per-chunk min/max reduced in chunk order, then
 //!    `q = clamp(round_half_even(x / scale) + zp, 0, 255)`;
-//! 2. `ConvInteger` on [`Conv1dInt8::conv_integer`];
-//! 3. `Cast(acc + Floor(bias / s)) · s` with `s = x_scale · w_scale`.
+//! 2. `ConvInteger` on [`Conv1dInt8`];
+//! 3. `Cast(acc + Floor(bias / s)) · s` with `s = x_scale · w_scale`, done
+//!    in the integer kernel's epilogue ([`Conv1dInt8::conv_integer_dequant`],
+//!    or `_add` for a residual), so the i32 tensor never reaches memory;
+//!    [`LaneQConv::forward_rows`] keeps the separate pass as the reference.
 
 use voxlane_runtime::Fork;
 
