@@ -1,7 +1,7 @@
 //! f32 weights: matvec rows from `f32_matvec` (exact 16-lane order), GEMM
 //! chunks straight into the `sgemm` tile with W seen transposed (no copy).
 
-use super::{add_bias, run_float, DisjointOut, CHUNK_N, SMALL_M};
+use super::{add_bias, run_float, run_grouped, DisjointOut, SMALL_M};
 use crate::kernels::cpu::SimdLevel;
 use crate::kernels::error::KernelError;
 use crate::kernels::f32_matvec;
@@ -38,23 +38,11 @@ pub(super) fn run(
     if (2..=MULTI_ROWS_M).contains(&m) {
         // Weight-bound small M (streaming frames): each weight chunk is read
         // once per group of rows, no packing, no allocation, the bits of per-row matvecs.
-        let dst = DisjointOut::new(out);
-        lanes.for_each_chunk(n, CHUNK_N, |range| {
-            let nr = range.len();
-            let wr = &w[range.start * k..range.end * k];
-            let mut y = [0.0f32; f32_matvec::MULTI_MAX * CHUNK_N];
-            for g0 in (0..m).step_by(f32_matvec::MULTI_MAX) {
-                let g = f32_matvec::MULTI_MAX.min(m - g0);
-                f32_matvec::rows_multi(level, &a[g0 * k..(g0 + g) * k], g, wr, k, &mut y, nr, nr);
-                for r in 0..g {
-                    // SAFETY: this chunk alone writes columns `range` of every row.
-                    let o = unsafe { dst.range_mut((g0 + r) * n + range.start, nr) };
-                    o.copy_from_slice(&y[r * nr..(r + 1) * nr]);
-                    add_bias(o, bias.map(|b| &b[range.clone()]));
-                }
-            }
-        })?;
-        return Ok(());
+        let group = |xs: &[f32], g: usize, n0: usize, nr: usize, y: &mut [f32]| {
+            let wr = &w[n0 * k..(n0 + nr) * k];
+            f32_matvec::rows_multi(level, xs, g, wr, k, y, nr, nr);
+        };
+        return run_grouped(a, m, k, n, bias, out, lanes, group);
     }
     if m <= SMALL_M {
         let rows = |x: &[f32], n0: usize, y: &mut [f32]| {

@@ -384,6 +384,44 @@ where
     Ok(())
 }
 
+/// Small M (streaming frames, 2..=[`dense_f32::MULTI_ROWS_M`]): output
+/// columns in fixed [`CHUNK_N`] chunks on the lanes, activation rows in
+/// groups of [`f32_matvec::MULTI_MAX`]; `group(xs, g, n0, nr, y)` writes the
+/// `g` rows' outputs for weight rows `n0..n0 + nr` into `y` (`g` rows of
+/// `nr`), each row the bits of its own matvec. No packing, no allocation.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_grouped<G>(
+    a: &[f32],
+    m: usize,
+    k: usize,
+    n: usize,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    lanes: &impl Fork,
+    group: G,
+) -> Result<(), KernelError>
+where
+    G: Fn(&[f32], usize, usize, usize, &mut [f32]) + Sync,
+{
+    use super::f32_matvec::MULTI_MAX;
+    let dst = DisjointOut::new(out);
+    lanes.for_each_chunk(n, CHUNK_N, |range| {
+        let nr = range.len();
+        let mut y = [0.0f32; MULTI_MAX * CHUNK_N];
+        for g0 in (0..m).step_by(MULTI_MAX) {
+            let g = MULTI_MAX.min(m - g0);
+            group(&a[g0 * k..(g0 + g) * k], g, range.start, nr, &mut y);
+            for r in 0..g {
+                // SAFETY: this chunk alone writes columns `range` of every row.
+                let o = unsafe { dst.range_mut((g0 + r) * n + range.start, nr) };
+                o.copy_from_slice(&y[r * nr..(r + 1) * nr]);
+                add_bias(o, bias.map(|b| &b[range.clone()]));
+            }
+        }
+    })?;
+    Ok(())
+}
+
 /// K extent of one decoded weight tile (64 rows × 512 f32 = 128 KiB, L2-resident).
 const TILE_K: usize = 512;
 

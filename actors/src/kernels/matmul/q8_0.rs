@@ -11,10 +11,10 @@
 //! the 16 lanes are combined with `f32_matvec`'s fixed tree.
 
 use super::dense_f32::MULTI_ROWS_M;
-use super::{add_bias, run_float, DisjointOut, CHUNK_N};
+use super::{run_float, run_grouped};
 use crate::kernels::cpu::{self, SimdLevel};
 use crate::kernels::error::{check_len, KernelError};
-use crate::kernels::f32_matvec::{reduce16, LANES, MULTI_MAX};
+use crate::kernels::f32_matvec::{reduce16, LANES};
 use voxlane_runtime::Fork;
 
 /// Values per q8_0 block.
@@ -194,31 +194,10 @@ pub(super) fn run(
     if (2..=MULTI_ROWS_M).contains(&m) {
         // Streaming steps' few frames: grouped matvecs (no f32 tile decode, no
         // packing), each output the bits of its row's matvec.
-        let dst = DisjointOut::new(out);
-        lanes.for_each_chunk(n, CHUNK_N, |range| {
-            let nr = range.len();
-            let mut y = [0.0f32; MULTI_MAX * CHUNK_N];
-            for g0 in (0..m).step_by(MULTI_MAX) {
-                let g = MULTI_MAX.min(m - g0);
-                rows_multi(
-                    level,
-                    &a[g0 * k..(g0 + g) * k],
-                    g,
-                    w,
-                    range.start,
-                    nr,
-                    &mut y,
-                    nr,
-                );
-                for r in 0..g {
-                    // SAFETY: this chunk alone writes columns `range` of every row.
-                    let o = unsafe { dst.range_mut((g0 + r) * n + range.start, nr) };
-                    o.copy_from_slice(&y[r * nr..(r + 1) * nr]);
-                    add_bias(o, bias.map(|b| &b[range.clone()]));
-                }
-            }
-        })?;
-        return Ok(());
+        let group = |xs: &[f32], g: usize, n0: usize, nr: usize, y: &mut [f32]| {
+            rows_multi(level, xs, g, w, n0, nr, y, nr);
+        };
+        return run_grouped(a, m, k, n, bias, out, lanes, group);
     }
     let row_fn = |x: &[f32], n0: usize, y: &mut [f32]| rows(level, x, w, n0, y);
     let tile = |n0: usize, nr: usize, k0: usize, kb: usize, dst: &mut [f32]| {

@@ -302,6 +302,10 @@ mod tests {
     use super::*;
     use voxlane_runtime::LanePool;
 
+    fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
     #[test]
     fn epilogue_dequantization_equals_the_separate_passes() {
         // Dilated, padded, odd lengths, a bias that floors negative and positive.
@@ -324,75 +328,61 @@ mod tests {
             let start: Vec<f32> = (0..c_out * t)
                 .map(|i| (i % 13) as f32 * 0.1 - 0.6)
                 .collect();
+            // A row finish of the kind the resblocks use (values and their range).
+            let square = |row: &mut [f32], co: usize| {
+                for v in row.iter_mut() {
+                    *v = *v * *v + co as f32;
+                }
+                pointwise::range(row)
+            };
             for threads in [1, 2] {
                 let pool = LanePool::new(threads).expect("pool");
                 let mut ws = LaneQConvWorkspace::new();
-                let mut want = start.clone();
-                conv.forward_rows(
-                    &pool,
-                    &x,
-                    t,
-                    None,
-                    &mut want,
-                    &mut ws,
-                    |acc, bq, s, row, _| {
-                        pointwise::dequantize_add(acc, bq, s, row);
-                        [0.0, 0.0]
-                    },
-                )
-                .expect("forward_rows");
+                let case = format!("c_in={c_in} k={k} d={d} t={t} threads={threads}");
+                // The reference: the i32 tensor, then `finish` as a separate pass.
+                let mut separate = |add: bool, then: bool| {
+                    let mut out = start.clone();
+                    let r = conv
+                        .forward_rows(
+                            &pool,
+                            &x,
+                            t,
+                            None,
+                            &mut out,
+                            &mut ws,
+                            |acc, bq, s, row, co| {
+                                if add {
+                                    pointwise::dequantize_add(acc, bq, s, row);
+                                } else {
+                                    pointwise::dequantize(acc, bq, s, row);
+                                }
+                                if then {
+                                    square(row, co)
+                                } else {
+                                    [0.0, 0.0]
+                                }
+                            },
+                        )
+                        .expect("forward_rows");
+                    (out, r)
+                };
+                let (want_add, _) = separate(true, false);
+                let (want_plain, _) = separate(false, false);
+                let (want_then, r_want) = separate(false, true);
                 let mut got = start.clone();
                 conv.forward_add(&pool, &x, t, None, &mut got, &mut ws)
                     .expect("forward_add");
-                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                let case = format!("c_in={c_in} k={k} d={d} t={t} threads={threads}");
-                assert_eq!(bits(&got), bits(&want), "add: {case}");
-                // Plain dequantization, and a row finish after it.
-                let square = |row: &mut [f32], co: usize| {
-                    for v in row.iter_mut() {
-                        *v = *v * *v + co as f32;
-                    }
-                    pointwise::range(row)
-                };
-                let mut want = start.clone();
-                let r_want = conv
-                    .forward_rows(
-                        &pool,
-                        &x,
-                        t,
-                        None,
-                        &mut want,
-                        &mut ws,
-                        |acc, bq, s, row, co| {
-                            pointwise::dequantize(acc, bq, s, row);
-                            square(row, co)
-                        },
-                    )
-                    .expect("forward_rows");
+                assert_eq!(bits(&got), bits(&want_add), "add: {case}");
+                let mut got = start.clone();
+                conv.forward(&pool, &x, t, &mut got, &mut ws)
+                    .expect("forward");
+                assert_eq!(bits(&got), bits(&want_plain), "plain: {case}");
                 let mut got = start.clone();
                 let r_got = conv
                     .forward_then(&pool, &x, t, None, &mut got, &mut ws, square)
                     .expect("forward_then");
-                assert_eq!(bits(&got), bits(&want), "then: {case}");
+                assert_eq!(bits(&got), bits(&want_then), "then: {case}");
                 assert_eq!(r_got, r_want, "then range: {case}");
-                let mut plain = start.clone();
-                conv.forward(&pool, &x, t, &mut plain, &mut ws)
-                    .expect("forward");
-                let mut want = start.clone();
-                conv.forward_rows(
-                    &pool,
-                    &x,
-                    t,
-                    None,
-                    &mut want,
-                    &mut ws,
-                    |acc, bq, s, row, _| {
-                        pointwise::dequantize(acc, bq, s, row);
-                        [0.0, 0.0]
-                    },
-                )
-                .expect("forward_rows");
-                assert_eq!(bits(&plain), bits(&want), "plain: {case}");
             }
         }
     }
