@@ -4,9 +4,9 @@
 //! It says which route each transformer linear takes (f32; native half when
 //! the checkpoint stores it in f16/bf16, whose values the half kernels use
 //! exactly; q8_0 when selective quantization is on), which SEANet and
-//! downsampling convs stream on q8_0 weights (when that option is on), and how much session
-//! workspace each side needs per code frame, so a bind can refuse a session
-//! that does not fit before allocating anything.
+//! downsampling convs stream on q8_0 weights (when that option is on), and
+//! how much session workspace each side needs per code frame, so a bind can
+//! refuse a session that does not fit before allocating anything.
 
 use super::config::MimiConfig;
 use super::error::MimiError;

@@ -26,7 +26,7 @@ use crate::kernels::conv1d::{Conv1d, Conv1dParams, Conv1dWorkspace};
 use crate::kernels::conv_transpose1d::{
     ConvTranspose1d, ConvTranspose1dParams, ConvTranspose1dWorkspace,
 };
-use crate::kernels::matmul::{matmul_ws, MatmulWorkspace, Weights};
+use crate::kernels::matmul::{matmul_ws, MatmulWorkspace, WeightFormat, Weights};
 use voxlane_runtime::Fork;
 
 /// Output frames per block (bounds the im2col scratch of long batch calls).
@@ -55,6 +55,15 @@ impl ConvRoute {
             ConvRoute::MatmulQ8 => Weights::q8_0_from_f32(&w, n, k)?,
             _ => Weights::f32(w, n, k)?,
         })
+    }
+
+    /// This route on weights the bind contract planned in `format`: the
+    /// matmul route becomes [`ConvRoute::MatmulQ8`] on q8_0.
+    pub fn with_format(self, format: WeightFormat) -> Self {
+        match (self, format) {
+            (ConvRoute::Matmul, WeightFormat::Q8_0) => ConvRoute::MatmulQ8,
+            (r, _) => r,
+        }
     }
 
     /// The route for a layer whose streaming steps produce `frames` output frames.

@@ -9,7 +9,6 @@ use super::contract::BindContract;
 use super::conv::{CausalConv, CausalConvTr, ConvRoute};
 use super::error::MimiError;
 use super::weights::MimiWeights;
-use crate::kernels::matmul::WeightFormat;
 
 /// Name of the downsampling conv's weight.
 pub const DOWNSAMPLE_WEIGHT: &str = "downsample.conv.conv.conv.weight";
@@ -24,10 +23,7 @@ pub fn downsample(
 ) -> Result<CausalConv, MimiError> {
     let weight = w.take(DOWNSAMPLE_WEIGHT)?;
     // Streaming steps produce one code frame: the matmul route.
-    let route = match contract.format_of(DOWNSAMPLE_WEIGHT) {
-        WeightFormat::Q8_0 => ConvRoute::MatmulQ8,
-        _ => ConvRoute::Matmul,
-    };
+    let route = ConvRoute::Matmul.with_format(contract.format_of(DOWNSAMPLE_WEIGHT));
     CausalConv::new(
         dim,
         dim,

@@ -12,7 +12,6 @@ use super::error::MimiError;
 use super::weights::MimiWeights;
 use crate::kernels::cpu::{simd_level, SimdLevel};
 use crate::kernels::elementwise::activations::elu;
-use crate::kernels::matmul::WeightFormat;
 use voxlane_runtime::Fork;
 
 /// One block of the `model` sequence, as named in the checkpoint.
@@ -357,10 +356,7 @@ impl Seanet {
         contract: &BindContract,
     ) -> Result<Self, MimiError> {
         // The matmul route on the format the contract planned for `weight`.
-        let routed = |route: ConvRoute, weight: &str| match (route, contract.format_of(weight)) {
-            (ConvRoute::Matmul, WeightFormat::Q8_0) => ConvRoute::MatmulQ8,
-            (r, _) => r,
-        };
+        let routed = |route: ConvRoute, weight: &str| route.with_format(contract.format_of(weight));
         let mut ops = Vec::new();
         let mut t = stream_t;
         for block in layout(cfg, decoder) {
