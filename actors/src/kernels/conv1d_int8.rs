@@ -301,11 +301,14 @@ enum Sink {
     Int(Shared<i32>),
     /// Dequantized f32 `[c_out, t_out]` with the activation scale.
     Float(Shared<f32>, f32),
-    /// `out = (acc + bias_q[co]) · s` into f32 `[c_out, t_out]`: the export's
-    /// dequantization with its floored bias.
-    FloatBias(Shared<f32>, f32, Shared<i32>),
-    /// As `FloatBias`, added into `out` (a residual `Add`).
-    FloatAdd(Shared<f32>, f32, Shared<i32>),
+    /// `out = (acc + bias_q[co]) · s` into f32 `[c_out, t_out]` (the export's
+    /// dequantization with its floored bias); with `add`, `out +=` (a residual `Add`).
+    Dequant {
+        out: Shared<f32>,
+        scale: f32,
+        bias_q: Shared<i32>,
+        add: bool,
+    },
 }
 
 impl Conv1dInt8 {
@@ -533,12 +536,12 @@ impl Conv1dInt8 {
         let p = &self.params;
         check_len("conv1d int8 output", p.c_out * p.out_len(t_in)?, out.len())?;
         check_len("conv1d int8 quantized bias", p.c_out, bias_q.len())?;
-        // The bias pointer is only read.
-        let (o, b) = (Shared(out.as_mut_ptr()), Shared(bias_q.as_ptr().cast_mut()));
-        let sink = if add {
-            Sink::FloatAdd(o, s, b)
-        } else {
-            Sink::FloatBias(o, s, b)
+        let sink = Sink::Dequant {
+            out: Shared(out.as_mut_ptr()),
+            scale: s,
+            // Only read.
+            bias_q: Shared(bias_q.as_ptr().cast_mut()),
+            add,
         };
         self.run(pool, xq, x_zero_point, t_in, sink, &mut ws.pack)
     }
@@ -778,7 +781,12 @@ impl Conv1dInt8 {
                     }
                 }
             }
-            Sink::FloatBias(out, scale, bias_q) => {
+            Sink::Dequant {
+                out,
+                scale,
+                bias_q,
+                add,
+            } => {
                 // SAFETY: as above; `bias_q` holds c_out values (checked by the caller).
                 let (row, b) = unsafe {
                     (
@@ -786,20 +794,15 @@ impl Conv1dInt8 {
                         *bias_q.ptr().add(co),
                     )
                 };
-                for (o, a) in row.iter_mut().zip(acc.iter()) {
-                    *o = a.wrapping_add(b) as f32 * scale;
-                }
-            }
-            Sink::FloatAdd(out, scale, bias_q) => {
-                // SAFETY: as above; `bias_q` holds c_out values (checked by the caller).
-                let (row, b) = unsafe {
-                    (
-                        std::slice::from_raw_parts_mut(out.ptr().add(co * t_out + t), n),
-                        *bias_q.ptr().add(co),
-                    )
-                };
-                for (o, a) in row.iter_mut().zip(acc.iter()) {
-                    *o += a.wrapping_add(b) as f32 * scale;
+                let values = acc.iter().map(|a| a.wrapping_add(b) as f32 * scale);
+                if add {
+                    for (o, v) in row.iter_mut().zip(values) {
+                        *o += v;
+                    }
+                } else {
+                    for (o, v) in row.iter_mut().zip(values) {
+                        *o = v;
+                    }
                 }
             }
         }
