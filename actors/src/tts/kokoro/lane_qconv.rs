@@ -168,24 +168,7 @@ impl LaneQConv {
         F: Fn(&mut [f32], usize) -> [f32; 2] + Sync,
     {
         self.dequantized(pool, x, t_in, range, out, false, ws)?;
-        let t_out = self.params.out_len(t_in)?;
-        if t_out == 0 {
-            return Ok([0.0, 0.0]);
-        }
-        let rows = (CHUNK / t_out).max(1);
-        let merged = std::sync::Mutex::new([0.0f32, 0.0f32]);
-        pool.for_each_chunk_mut(out, rows * t_out, |i, o| {
-            let r = o
-                .chunks_exact_mut(t_out)
-                .enumerate()
-                .fold([0.0f32, 0.0f32], |m, (r, row)| {
-                    merge_range(m, &finish(row, i * rows + r))
-                });
-            if let Ok(mut m) = merged.lock() {
-                *m = merge_range(*m, &r);
-            }
-        })?;
-        Ok(merged.into_inner().unwrap_or([0.0, 0.0]))
+        rows_on_lanes(pool, out, self.params.out_len(t_in)?, finish)
     }
 
     /// Quantize `x`, then the integer conv dequantized (or added, `add`) into `out`.
@@ -200,41 +183,55 @@ impl LaneQConv {
         add: bool,
         ws: &mut LaneQConvWorkspace,
     ) -> Result<(), KokoroError> {
+        let Some(aq) = self.quantize_input(pool, x, t_in, range, out.len(), ws)? else {
+            return Ok(());
+        };
+        let s = aq.scale * self.w_scale;
+        ws.bias_q.clear();
+        ws.bias_q
+            .extend((0..self.params.c_out).map(|co| self.bias_q(co, s)));
+        let (xq, bq) = (&ws.xq[..self.params.c_in * t_in], &ws.bias_q[..]);
+        let zx = aq.zero_point;
+        if add {
+            self.conv
+                .conv_integer_add(pool, xq, zx, t_in, bq, s, out, &mut ws.conv)?;
+        } else {
+            self.conv
+                .conv_integer_dequant(pool, xq, zx, t_in, bq, s, out, &mut ws.conv)?;
+        }
+        Ok(())
+    }
+
+    /// Check the shapes and quantize `x` into `ws.xq`; `None` when the conv
+    /// has no output frames.
+    fn quantize_input(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t_in: usize,
+        range: Option<[f32; 2]>,
+        out_len: usize,
+        ws: &mut LaneQConvWorkspace,
+    ) -> Result<Option<ActivationQuant>, KokoroError> {
         let p = &self.params;
         let n = p.c_in * t_in;
         check_len("qconv input", n, x.len())?;
         let t_out = p.out_len(t_in)?;
-        check_len("qconv output", p.c_out * t_out, out.len())?;
+        check_len("qconv output", p.c_out * t_out, out_len)?;
         if t_out == 0 {
-            return Ok(());
+            return Ok(None);
         }
         grow(&mut ws.xq, n);
         let aq = quantize_on_lanes(pool, x, &mut ws.xq[..n], range, &mut ws.minmax)?;
-        let s = aq.scale * self.w_scale;
-        ws.bias_q.clear();
-        ws.bias_q.extend((0..p.c_out).map(|co| {
-            // ONNX Cast of an already floored float to int32 is exact.
-            self.bias
-                .as_deref()
-                .map_or(0, |b| (b[co] / s).floor() as i32)
-        }));
-        let (xq, bq) = (&ws.xq[..n], &ws.bias_q[..]);
-        if add {
-            self.conv
-                .conv_integer_add(pool, xq, aq.zero_point, t_in, bq, s, out, &mut ws.conv)?;
-        } else {
-            self.conv.conv_integer_dequant(
-                pool,
-                xq,
-                aq.zero_point,
-                t_in,
-                bq,
-                s,
-                out,
-                &mut ws.conv,
-            )?;
-        }
-        Ok(())
+        Ok(Some(aq))
+    }
+
+    /// The export's quantized bias of channel `co`, `Floor(bias / s)`.
+    fn bias_q(&self, co: usize, s: f32) -> i32 {
+        // ONNX Cast of an already floored float to int32 is exact.
+        self.bias
+            .as_deref()
+            .map_or(0, |b| (b[co] / s).floor() as i32)
     }
 
     /// Quantize `x` (with its `[min(0, x…), max(0, x…)]` if known), run the
@@ -256,45 +253,53 @@ impl LaneQConv {
     where
         F: Fn(&[i32], i32, f32, &mut [f32], usize) -> [f32; 2] + Sync,
     {
-        let p = &self.params;
-        let n = p.c_in * t_in;
-        check_len("qconv input", n, x.len())?;
-        let t_out = p.out_len(t_in)?;
-        check_len("qconv output", p.c_out * t_out, out.len())?;
-        if t_out == 0 {
+        let Some(aq) = self.quantize_input(pool, x, t_in, range, out.len(), ws)? else {
             return Ok([0.0, 0.0]);
-        }
-        grow(&mut ws.xq, n);
+        };
+        let p = &self.params;
+        let t_out = p.out_len(t_in)?;
         grow(&mut ws.acc, p.c_out * t_out);
-        let aq = quantize_on_lanes(pool, x, &mut ws.xq[..n], range, &mut ws.minmax)?;
         let acc = &mut ws.acc[..p.c_out * t_out];
+        let xq = &ws.xq[..p.c_in * t_in];
         self.conv
-            .conv_integer(pool, &ws.xq[..n], aq.zero_point, t_in, acc, &mut ws.conv)?;
+            .conv_integer(pool, xq, aq.zero_point, t_in, acc, &mut ws.conv)?;
         let s = aq.scale * self.w_scale;
         let acc = &ws.acc[..p.c_out * t_out];
-        let bias = self.bias.as_deref();
-        let rows = (CHUNK / t_out).max(1);
-        let merged = std::sync::Mutex::new([0.0f32, 0.0f32]);
-        pool.for_each_chunk_mut(out, rows * t_out, |i, o| {
-            let base = i * rows * t_out;
-            let len = o.len();
-            let mut r_acc = [0.0f32, 0.0f32];
-            for (r, (orow, arow)) in o
-                .chunks_exact_mut(t_out)
-                .zip(acc[base..base + len].chunks_exact(t_out))
-                .enumerate()
-            {
-                let co = i * rows + r;
-                // ONNX Cast of an already floored float to int32 is exact.
-                let bq = bias.map_or(0, |b| (b[co] / s).floor() as i32);
-                r_acc = merge_range(r_acc, &finish(arow, bq, s, orow, co));
-            }
-            if let Ok(mut m) = merged.lock() {
-                *m = merge_range(*m, &r_acc);
-            }
-        })?;
-        Ok(merged.into_inner().unwrap_or([0.0, 0.0]))
+        rows_on_lanes(pool, out, t_out, |orow, co| {
+            let arow = &acc[co * t_out..(co + 1) * t_out];
+            finish(arow, self.bias_q(co, s), s, orow, co)
+        })
     }
+}
+
+/// `f(row, r)` on every row `r` of `out: [_, t]`, in fixed row chunks on the
+/// lanes; returns the merge of the ranges it reports (exact, any order).
+fn rows_on_lanes<F>(
+    pool: &impl Fork,
+    out: &mut [f32],
+    t: usize,
+    f: F,
+) -> Result<[f32; 2], KokoroError>
+where
+    F: Fn(&mut [f32], usize) -> [f32; 2] + Sync,
+{
+    if t == 0 {
+        return Ok([0.0, 0.0]);
+    }
+    let rows = (CHUNK / t).max(1);
+    let merged = std::sync::Mutex::new([0.0f32, 0.0f32]);
+    pool.for_each_chunk_mut(out, rows * t, |i, o| {
+        let r = o
+            .chunks_exact_mut(t)
+            .enumerate()
+            .fold([0.0f32, 0.0f32], |m, (r, row)| {
+                merge_range(m, &f(row, i * rows + r))
+            });
+        if let Ok(mut m) = merged.lock() {
+            *m = merge_range(*m, &r);
+        }
+    })?;
+    Ok(merged.into_inner().unwrap_or([0.0, 0.0]))
 }
 
 #[cfg(test)]
