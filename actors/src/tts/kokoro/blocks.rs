@@ -494,8 +494,7 @@ impl AdaInResBlock1 {
             pool.for_each_chunk_mut(&mut ws.xt[..c * t], rows * t, |i, chunk| {
                 let (r0, n) = (i * rows, chunk.len() / t);
                 chunk.copy_from_slice(&src[r0 * t..(r0 + n) * t]);
-                adain_snake_rows(chunk, t, p1.rows(r0, n));
-                let r = pointwise::range(chunk);
+                let r = adain_snake_rows(chunk, t, p1.rows(r0, n));
                 if let Ok(mut m) = range.lock() {
                     *m = merge_range(*m, &r);
                 }
@@ -509,10 +508,7 @@ impl AdaInResBlock1 {
                 Some(r1),
                 &mut ws.y[..c * t],
                 &mut ws.qconv,
-                |row, co| {
-                    adain_snake_rows(row, t, p2.rows(co, 1));
-                    pointwise::range(row)
-                },
+                |row, co| adain_snake_rows(row, t, p2.rows(co, 1)),
             )?;
             // x += conv2(y), dequantized in the conv's epilogue.
             b.conv2

@@ -17,11 +17,11 @@ use crate::kernels::cpu::simd_level;
 use crate::kernels::elementwise::simd::{dispatch, map_inplace, SimdFn, Vf32};
 
 /// 2/π as Eigen's f32 constant.
-const TWO_OVER_PI: f32 = 0.636_619_746_685_028_076_171_875;
+pub(crate) const TWO_OVER_PI: f32 = 0.636_619_746_685_028_076_171_875;
 /// `2²³`: adding it leaves the nearest integer in the low mantissa bits.
-const MAGIC: f32 = 12_582_912.0;
+pub(crate) const MAGIC: f32 = 12_582_912.0;
 /// Cody–Waite pieces of π/2 (their sum, negated).
-const PIO2: [f32; 4] = [
+pub(crate) const PIO2: [f32; 4] = [
     -1.570_312_5,
     -0.000_483_989_715_576_171_875,
     1.628_650_352_358_818_054_199_218_75e-07,
@@ -39,7 +39,7 @@ const COS_P: [f32; 5] = [
     1.0,
 ];
 /// Sine polynomial (odd part) on [−π/4, π/4], highest degree first.
-const SIN_P: [f32; 3] = [
+pub(crate) const SIN_P: [f32; 3] = [
     -0.000_195_923_411_408_370_289_846_919_698_462_102_132_907_602_936_029_434_204_101_562_5,
     0.008_332_687_365_561_685_169_379_479_987_128_434_004_262_089_729_309_082_031_25,
     -0.166_666_620_398_229_825_550_373_561_782_180_331_647_396_087_646_484_375,
@@ -213,13 +213,6 @@ pub fn sin_inplace(x: &mut [f32]) {
 /// `x ← cos(x)` exactly as onnxruntime's `Cos`.
 pub fn cos_inplace(x: &mut [f32]) {
     map_inplace_exact(Func::Cos, x);
-}
-
-/// Vector `Sin` for arguments below 25966 in magnitude (the Snake's range;
-/// larger ones are approximate).
-#[inline(always)]
-pub(crate) fn sin_v<V: Vf32>(x: V) -> V {
-    vector(Func::Sin, x)
 }
 
 #[cfg(test)]
