@@ -36,6 +36,9 @@ pub struct PackedInt8 {
     data: Vec<i8>,
     /// `Σ_k w[k, n]` over the true K.
     col_sums: Vec<i32>,
+    /// `K·zw[n] − Σ_k w[k, n]` (wrapping), padded to the chunk: the matvec's
+    /// zero-point correction is `za` times it, less `zw·Σa`.
+    kzc: Vec<i32>,
     zero: Vec<i32>,
     scale: Vec<f32>,
     /// Whether the VNNI route is used (else the readable tile).
@@ -100,14 +103,24 @@ impl PackedInt8 {
                 col_sums[c] += i32::from(v);
             }
         }
+        let mut zero: Vec<i32> = (0..n).map(|c| i32::from(zero[at(zero.len(), c)])).collect();
+        let mut scale: Vec<f32> = (0..n).map(|c| scale[at(scale.len(), c)]).collect();
+        let mut kzc: Vec<i32> = (0..n)
+            .map(|c| (k as i32).wrapping_mul(zero[c]).wrapping_sub(col_sums[c]))
+            .collect();
+        // Padded columns (never stored) keep the per-column vectors whole blocks.
+        zero.resize(np, 0);
+        scale.resize(np, 0.0);
+        kzc.resize(np, 0);
         Ok(Self {
             k,
             n,
             kq,
             data,
             col_sums,
-            zero: (0..n).map(|c| i32::from(zero[at(zero.len(), c)])).collect(),
-            scale: (0..n).map(|c| scale[at(scale.len(), c)]).collect(),
+            kzc,
+            zero,
+            scale,
             vnni: available(),
         })
     }
@@ -183,6 +196,51 @@ impl PackedInt8 {
                 r0 += rows;
             }
         })?;
+        Ok(())
+    }
+
+    /// [`PackedInt8::gemm`] of one row, serial and without bias, bit for bit:
+    /// the recurrent step of an LSTM, where a GEMM's per-chunk setup costs
+    /// as much as the dot products. The zero-point correction comes from
+    /// per-column constants made at pack time, and eight column blocks
+    /// accumulate side by side (the chains of one block would wait on
+    /// `vpdpbusd`'s latency).
+    pub fn gemv(
+        &self,
+        x: &[f32],
+        out: &mut [f32],
+        scratch: &mut QGemmScratch,
+    ) -> Result<(), KernelError> {
+        let (k, kq) = (self.k, self.kq);
+        check_len("qgemv input", k, x.len())?;
+        check_len("qgemv output", self.n, out.len())?;
+        if scratch.aq.len() < k {
+            scratch.aq.resize(k, 0);
+        }
+        let aq = quantize_activations(x, &mut scratch.aq[..k])?;
+        scratch.padded.clear();
+        scratch.padded.resize(kq, 0);
+        scratch.padded[..k].copy_from_slice(&scratch.aq[..k]);
+        let a_sum: i32 = scratch.aq[..k].iter().map(|&v| i32::from(v)).sum();
+        let za = i32::from(aq.zero_point);
+        #[cfg(target_arch = "x86_64")]
+        if self.vnni {
+            // SAFETY: features checked; `padded` holds kq bytes.
+            unsafe { vnni::gemv(self, &scratch.padded, za, a_sum, aq.scale, out) };
+            return Ok(());
+        }
+        let mut acc = [0i32; CHUNK_COLS];
+        for c0 in (0..self.n).step_by(CHUNK_COLS) {
+            let nc = CHUNK_COLS.min(self.n - c0);
+            self.tile_reference(&scratch.padded, 0, 1, c0 / NB, &mut acc);
+            for (j, o) in out[c0..c0 + nc].iter_mut().enumerate() {
+                let c = c0 + j;
+                let v = acc[j]
+                    .wrapping_add(za.wrapping_mul(self.kzc[c]))
+                    .wrapping_sub(self.zero[c].wrapping_mul(a_sum));
+                *o = v as f32 * (aq.scale * self.scale[c]);
+            }
+        }
         Ok(())
     }
 
@@ -282,6 +340,7 @@ impl Dst {
 #[cfg(target_arch = "x86_64")]
 mod vnni {
     use super::{Epilogue, PackedInt8, CHUNK_COLS, NB, TILE_B};
+
     use std::arch::x86_64::*;
 
     /// [`Epilogue::apply`] compiled for AVX-512.
@@ -291,6 +350,81 @@ mod vnni {
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn finish_row(dots: &[i32], a_sum: i32, e: &Epilogue<'_>, y: &mut [f32]) {
         e.apply(dots, a_sum, y)
+    }
+
+    /// One quantized row `a` (kq bytes) times the packed weights, dequantized
+    /// into `out[..n]`: see [`PackedInt8::gemv`].
+    ///
+    /// # Safety
+    /// AVX-512 F/BW/VNNI must be available; `a` holds `p.kq` bytes.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn gemv(
+        p: &PackedInt8,
+        a: &[u8],
+        za: i32,
+        a_sum: i32,
+        a_scale: f32,
+        out: &mut [f32],
+    ) {
+        let blocks = p.kzc.len() / NB;
+        let mut b = 0;
+        while b + 8 <= blocks {
+            gemv_blocks::<8>(p, a, b, za, a_sum, a_scale, out);
+            b += 8;
+        }
+        while b < blocks {
+            gemv_blocks::<4>(p, a, b, za, a_sum, a_scale, out);
+            b += 4;
+        }
+    }
+
+    /// Column blocks `b0..b0 + B` of [`gemv`].
+    ///
+    /// # Safety
+    /// As [`gemv`]; blocks `b0..b0 + B` exist (the packing pads to 4 blocks).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    unsafe fn gemv_blocks<const B: usize>(
+        p: &PackedInt8,
+        a: &[u8],
+        b0: usize,
+        za: i32,
+        a_sum: i32,
+        a_scale: f32,
+        out: &mut [f32],
+    ) {
+        let k4 = p.kq / 4;
+        let bstride = k4 * NB * 4;
+        let wp = p.data.as_ptr().add(b0 * bstride);
+        let mut s = [_mm512_setzero_si512(); B];
+        for q in 0..k4 {
+            let av = _mm512_set1_epi32((a.as_ptr().add(q * 4) as *const i32).read_unaligned());
+            for (j, acc) in s.iter_mut().enumerate() {
+                let w = _mm512_loadu_si512(wp.add(j * bstride + q * NB * 4) as *const _);
+                *acc = _mm512_dpbusd_epi32(*acc, av, w);
+            }
+        }
+        let (vza, vsum, vsc) = (
+            _mm512_set1_epi32(za),
+            _mm512_set1_epi32(a_sum),
+            _mm512_set1_ps(a_scale),
+        );
+        for (j, acc) in s.iter().enumerate() {
+            let c = (b0 + j) * NB;
+            if c >= p.n {
+                break;
+            }
+            let kzc = _mm512_loadu_si512(p.kzc.as_ptr().add(c) as *const _);
+            let zw = _mm512_loadu_si512(p.zero.as_ptr().add(c) as *const _);
+            let v = _mm512_sub_epi32(
+                _mm512_add_epi32(*acc, _mm512_mullo_epi32(vza, kzc)),
+                _mm512_mullo_epi32(zw, vsum),
+            );
+            let sc = _mm512_mul_ps(vsc, _mm512_loadu_ps(p.scale.as_ptr().add(c)));
+            let y = _mm512_mul_ps(_mm512_cvtepi32_ps(v), sc);
+            let live = (p.n - c).min(NB);
+            let mask: __mmask16 = if live == NB { !0 } else { (1u16 << live) - 1 };
+            _mm512_mask_storeu_ps(out.as_mut_ptr().add(c), mask, y);
+        }
     }
 
     /// `R` rows × 4 blocks of 16 columns, K in groups of 4 bytes.
@@ -336,12 +470,20 @@ mod vnni {
 mod tests {
     use super::*;
     use crate::kernels::matmul::{matmul_ws, transpose, IntWeights, MatmulWorkspace, Weights};
+    use crate::tts::kokoro::quant::Serial;
     use voxlane_runtime::LanePool;
 
     #[test]
     fn equals_the_dot_product_kernel_bit_for_bit() {
         let pool = LanePool::new(2).expect("pool");
-        for &(m, k, n) in &[(1, 256, 1024), (5, 70, 50), (37, 768, 64), (9, 3, 17)] {
+        for &(m, k, n) in &[
+            (1, 256, 1024),
+            (5, 70, 50),
+            (37, 768, 64),
+            (9, 3, 17),
+            (2, 256, 1040),
+            (1, 5, 200),
+        ] {
             let w: Vec<i8> = (0..k * n).map(|i| ((i * 131 + 7) % 255) as i8).collect();
             let scale: Vec<f32> = (0..n).map(|i| 1e-3 + i as f32 * 1e-5).collect();
             let zero: Vec<i8> = (0..n).map(|i| (i % 5) as i8 - 2).collect();
@@ -378,6 +520,32 @@ mod tests {
             .expect("matmul");
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&got), bits(&want), "m={m} k={k} n={n}");
+            // The one-row route equals the GEMM's row (without bias).
+            let mut rows = vec![0.0f32; m * n];
+            let mut scratch = QGemmScratch::default();
+            for (r, y) in rows.chunks_exact_mut(n).enumerate() {
+                let mut one = vec![0.0f32; n];
+                packed
+                    .gemm(
+                        &Serial,
+                        &x[r * k..(r + 1) * k],
+                        1,
+                        None,
+                        &mut one,
+                        &mut scratch,
+                    )
+                    .expect("gemm row");
+                packed
+                    .gemv(&x[r * k..(r + 1) * k], y, &mut scratch)
+                    .expect("gemv");
+                assert_eq!(bits(y), bits(&one), "gemv row {r}: m={m} k={k} n={n}");
+                let mut plain = packed.clone();
+                plain.vnni = false;
+                plain
+                    .gemv(&x[r * k..(r + 1) * k], &mut one, &mut scratch)
+                    .expect("readable gemv");
+                assert_eq!(bits(y), bits(&one), "readable gemv row {r}");
+            }
             // The readable tile agrees with the SIMD one.
             let mut a = vec![0u8; m * packed.kq];
             let mut aq = vec![0u8; m * k];

@@ -97,6 +97,24 @@ impl Packed {
     }
 }
 
+impl Packed {
+    /// One row through [`Packed::run`], serial and without bias (the
+    /// broadcast-VNNI layout's one-row route where the CPU has it).
+    fn matvec(
+        &self,
+        x: &[f32],
+        out: &mut [f32],
+        mm: &mut MatmulWorkspace,
+        qs: &mut QGemmScratch,
+    ) -> Result<(), KokoroError> {
+        match self {
+            Self::Vnni(p) => p.gemv(x, out, qs)?,
+            Self::Dot(w) => matmul_ws(x, 1, x.len(), w, None, out, mm, &Serial)?,
+        }
+        Ok(())
+    }
+}
+
 /// A `MatMulInteger` layer: int8 weight `[k, n]`, per-output-channel scale and zero point, bias.
 #[derive(Debug, Clone)]
 pub struct QLinear {
@@ -590,16 +608,7 @@ impl QLstm {
         for step in 0..t {
             let s = if d == 0 { step } else { t - 1 - step };
             // Recurrent GEMM: h quantized per step as one tensor.
-            self.r_packed[d].run(
-                &Serial,
-                &st.h[..h],
-                1,
-                h,
-                None,
-                &mut st.rec[..g],
-                &mut st.mm,
-                &mut st.qs,
-            )?;
+            self.r_packed[d].matvec(&st.h[..h], &mut st.rec[..g], &mut st.mm, &mut st.qs)?;
             let gates = &mut st.gates[..g];
             let xp = &xproj[s * n + d * g..s * n + (d + 1) * g];
             for j in 0..g {
