@@ -61,7 +61,7 @@ pub struct KokoroFront {
 }
 
 /// Reusable scratch of [`KokoroFront`].
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct FrontWorkspace {
     albert: AlbertWorkspace,
     text: TextEncoderWorkspace,

@@ -12,10 +12,10 @@
 
 use voxlane_runtime::Fork;
 
-use super::graph::{FloatConv, KokoroError, KokoroGraph, LayerNormParams};
+use super::blocks::{AdainResBlk1d, BlockWorkspace};
+use super::graph::{KokoroError, KokoroGraph, LayerNormParams};
 use super::quant::{QConv, QConvWorkspace, QLinear, QLstm, QLstmWorkspace};
 use crate::kernels::cpu::simd_level;
-use crate::kernels::elementwise::activations::leaky_relu;
 use crate::kernels::elementwise::fast_math::sigmoid_inplace;
 use crate::kernels::elementwise::norms::layer_norm;
 use crate::kernels::matmul::MatmulWorkspace;
@@ -29,33 +29,12 @@ pub const DUR_BINS: usize = 50;
 /// Most frames one utterance may expand to (510 tokens × 50 bins at speed
 /// 0.04); more means a bad speed or bad imposed durations.
 pub const MAX_FRAMES: usize = 1 << 20;
-const EPS: f32 = 1e-5;
-/// `1/√2` as the export divides by it: `Div(x, 1.4142135)`.
-const SQRT2: f32 = std::f32::consts::SQRT_2;
 
 /// `AdaLayerNorm`: LayerNorm over channels, then `(1 + γ)·x + β` with `γ, β = fc(s)`.
 #[derive(Debug, Clone)]
 struct AdaLayerNorm {
     fc: QLinear,
     norm: LayerNormParams,
-}
-
-/// AdaIN1d: instance norm over time, then `(1 + γ)·x + β` with `γ, β = fc(s)`.
-#[derive(Debug, Clone)]
-struct AdaIn1d {
-    fc: QLinear,
-}
-
-/// One `AdainResBlk1d` (optionally ×2 upsampling, optionally a learned shortcut).
-#[derive(Debug, Clone)]
-pub struct AdainResBlk1d {
-    norm1: AdaIn1d,
-    conv1: QConv,
-    norm2: AdaIn1d,
-    conv2: QConv,
-    conv1x1: Option<QConv>,
-    /// Depthwise ConvTranspose (k3 s2 p1 op1) upsampler of the residual.
-    pool: Option<FloatConv>,
 }
 
 /// The prosody predictor, weights packed once.
@@ -72,7 +51,7 @@ pub struct Prosody {
 }
 
 /// Reusable scratch of the predictor.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct ProsodyWorkspace {
     lstm: QLstmWorkspace,
     mm: MatmulWorkspace,
@@ -83,10 +62,13 @@ pub struct ProsodyWorkspace {
 }
 
 /// Scratch of one F0 / N branch.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct BranchWorkspace {
     conv: QConvWorkspace,
-    mm: MatmulWorkspace,
+    block: BlockWorkspace,
+    /// Block input and output, swapped after each block.
+    x: Vec<f32>,
+    y: Vec<f32>,
 }
 
 /// Duration predictions of one utterance.
@@ -130,144 +112,6 @@ pub fn frame_tokens(frames: &[usize]) -> Vec<usize> {
 
 fn gb_split(v: &[f32]) -> (&[f32], &[f32]) {
     v.split_at(v.len() / 2)
-}
-
-impl AdaIn1d {
-    /// Normalize `x [C, T]` in place with `gb = fc(s)` (`[2C]`), as the export spells it.
-    fn apply(gb: &[f32], x: &mut [f32], t: usize) {
-        let (gamma, beta) = gb_split(gb);
-        for ((row, g), b) in x.chunks_exact_mut(t).zip(gamma).zip(beta) {
-            let mean = row.iter().sum::<f32>() / t as f32;
-            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / t as f32;
-            let sd = (var + EPS).sqrt();
-            let g1 = g + 1.0;
-            for v in row.iter_mut() {
-                *v = g1 * ((*v - mean) / sd) + b;
-            }
-        }
-    }
-}
-
-impl AdainResBlk1d {
-    fn load(g: &KokoroGraph<'_>, prefix: &str) -> Result<Self, KokoroError> {
-        let fc = |n: &str| -> Result<AdaIn1d, KokoroError> {
-            Ok(AdaIn1d {
-                fc: g.qlinear(&format!("{prefix}/{n}/fc/Gemm_MatMul_quant"))?,
-            })
-        };
-        let conv = |n: &str| g.qconv(&format!("{prefix}/{n}/Conv_quant"));
-        let has = |n: &str| g.node(n).is_ok();
-        let c1x1 = format!("{prefix}/conv1x1/Conv_quant");
-        let pool = format!("{prefix}/pool/ConvTranspose");
-        Ok(Self {
-            norm1: fc("norm1")?,
-            conv1: conv("conv1")?,
-            norm2: fc("norm2")?,
-            conv2: conv("conv2")?,
-            conv1x1: if has(&c1x1) {
-                Some(g.qconv(&c1x1)?)
-            } else {
-                None
-            },
-            pool: if has(&pool) {
-                Some(g.float_conv(&pool)?)
-            } else {
-                None
-            },
-        })
-    }
-
-    /// Output channels.
-    pub fn c_out(&self) -> usize {
-        self.conv2.params.c_out
-    }
-
-    /// `x [c_in, t]` → `[c_out, t']` (`t' = 2t` when upsampling).
-    fn forward(
-        &self,
-        pool: &impl Fork,
-        s: &[f32],
-        x: &[f32],
-        t: usize,
-        ws: &mut BranchWorkspace,
-    ) -> Result<(Vec<f32>, usize), KokoroError> {
-        let level = simd_level();
-        let c_in = self.conv1.params.c_in;
-        let gb1 = self.style(&self.norm1.fc, pool, s, ws)?;
-        let gb2 = self.style(&self.norm2.fc, pool, s, ws)?;
-        let mut a = x.to_vec();
-        AdaIn1d::apply(&gb1, &mut a, t);
-        leaky_relu(level, &mut a, 0.2);
-        let (a, t2) = match &self.pool {
-            Some(p) => (upsample_depthwise(p, &a, c_in, t)?, 2 * t),
-            None => (a, t),
-        };
-        let mut b = vec![0.0f32; self.conv1.params.c_out * t2];
-        self.conv1.forward(pool, &a, t2, &mut b, &mut ws.conv)?;
-        AdaIn1d::apply(&gb2, &mut b, t2);
-        leaky_relu(level, &mut b, 0.2);
-        let mut c = vec![0.0f32; self.c_out() * t2];
-        self.conv2.forward(pool, &b, t2, &mut c, &mut ws.conv)?;
-        let short = if self.pool.is_some() {
-            x.chunks_exact(t)
-                .flat_map(|row| row.iter().flat_map(|&v| [v, v]))
-                .collect()
-        } else {
-            x.to_vec()
-        };
-        let short = match &self.conv1x1 {
-            Some(conv) => {
-                let mut o = vec![0.0f32; conv.params.c_out * t2];
-                conv.forward(pool, &short, t2, &mut o, &mut ws.conv)?;
-                o
-            }
-            None => short,
-        };
-        for (c, s) in c.iter_mut().zip(&short) {
-            *c = (*c + s) / SQRT2;
-        }
-        Ok((c, t2))
-    }
-
-    fn style(
-        &self,
-        fc: &QLinear,
-        pool: &impl Fork,
-        s: &[f32],
-        ws: &mut BranchWorkspace,
-    ) -> Result<Vec<f32>, KokoroError> {
-        let mut gb = vec![0.0f32; fc.n];
-        fc.forward(pool, s, 1, &mut gb, &mut ws.mm)?;
-        Ok(gb)
-    }
-}
-
-/// The `pool` ConvTranspose (depthwise, k3, s2, p1, output_padding 1) on `x [c, t]` → `[c, 2t]`.
-fn upsample_depthwise(
-    p: &FloatConv,
-    x: &[f32],
-    c: usize,
-    t: usize,
-) -> Result<Vec<f32>, KokoroError> {
-    if p.dims != [c, 1, 3] || p.stride != 2 || p.pad != 1 || p.groups != c {
-        return Err(KokoroError::BadNode {
-            node: "pool/ConvTranspose".into(),
-            detail: format!("expected depthwise k3 s2 p1 over {c} channels, got {p:?}"),
-        });
-    }
-    let mut y = vec![0.0f32; c * 2 * t];
-    for ch in 0..c {
-        let w = &p.weight[ch * 3..ch * 3 + 3];
-        let b = p.bias.as_ref().map_or(0.0, |b| b[ch]);
-        let xr = &x[ch * t..(ch + 1) * t];
-        let yr = &mut y[ch * 2 * t..(ch + 1) * 2 * t];
-        for i in 0..t {
-            yr[2 * i] = xr[i] * w[1] + b;
-            let next = if i + 1 < t { xr[i + 1] * w[0] } else { 0.0 };
-            yr[2 * i + 1] = (xr[i] * w[2] + next) + b;
-        }
-    }
-    Ok(y)
 }
 
 impl Prosody {
@@ -425,15 +269,19 @@ impl Prosody {
         s: &[f32],
         ws: &mut BranchWorkspace,
     ) -> Result<Vec<f32>, KokoroError> {
-        let mut cur = x.to_vec();
+        ws.x.clear();
+        ws.x.extend_from_slice(x);
         let mut t = f;
         for b in blocks {
-            let (y, t2) = b.forward(pool, s, &cur, t, ws)?;
-            cur = y;
-            t = t2;
+            let to = b.out_len(t);
+            ws.y.clear();
+            ws.y.resize(b.c_out() * to, 0.0);
+            b.forward(pool, &ws.x, t, s, &mut ws.y, &mut ws.block)?;
+            std::mem::swap(&mut ws.x, &mut ws.y);
+            t = to;
         }
         let mut out = vec![0.0f32; proj.params.c_out * t];
-        proj.forward(pool, &cur, t, &mut out, &mut ws.conv)?;
+        proj.forward(pool, &ws.x, t, &mut out, &mut ws.conv)?;
         Ok(out)
     }
 }
