@@ -2,7 +2,8 @@
 //! prosody predictor, each computing what the int8 export computes:
 //!
 //! - [`AdaIn1d`]: `fc` (`MatMulInteger` 128 → 2C) gives γ ‖ β; instance norm
-//!   over time (`ReduceMean/Sub/Pow/Sqrt/Div`, ε = 1e-5), then `(1 + γ)·x̂ + β`.
+//!   over time (`ReduceMean/Sub/Pow/Sqrt/Div`, ε = 1e-5), then `(1 + γ)·x̂ + β`,
+//!   applied with its activation row by row ([`super::adain_rows`]).
 //! - [`AdainResBlk1d`] (StyleTTS2's block; `encode`, `decode.*`, `F0.*`,
 //!   `N.*`): residual `norm1 → LeakyReLU 0.2 → [pool: depthwise ConvTranspose
 //!   ×2] → conv1 → norm2 → LeakyReLU 0.2 → conv2`; shortcut `[nearest ×2] →
@@ -18,7 +19,7 @@
 
 use voxlane_runtime::Fork;
 
-use super::adain_snake::{adain_snake_rows, RowParams};
+use super::adain_rows::{adain_rows, Activation, RowParams};
 use super::graph::{KokoroError, KokoroGraph};
 use super::lane_qconv::{merge_range, LaneQConv, LaneQConvWorkspace};
 use super::pointwise;
@@ -28,7 +29,6 @@ use crate::kernels::conv_transpose1d::{
 };
 use crate::kernels::cpu::simd_level;
 use crate::kernels::elementwise::activations::leaky_relu;
-use crate::kernels::elementwise::norms::adain;
 use crate::kernels::error::check_len;
 use crate::kernels::matmul::MatmulWorkspace;
 
@@ -114,46 +114,45 @@ impl AdaIn1d {
     ) -> Result<(), KokoroError> {
         self.fc.forward(pool, style, 1, gb, ws)
     }
+}
 
-    /// Normalise `x: [C, t]` in place with γ ‖ β from [`AdaIn1d::style_params`].
-    pub fn apply(
-        &self,
-        pool: &impl Fork,
-        x: &mut [f32],
-        t: usize,
-        gb: &[f32],
-    ) -> Result<(), KokoroError> {
-        let c = self.channels;
-        check_len("adain input", c * t, x.len())?;
-        check_len("adain style params", 2 * c, gb.len())?;
-        if t == 0 {
-            return Ok(());
-        }
-        let (gamma, beta) = gb.split_at(c);
-        let rows = rows_per_chunk(t);
-        let level = simd_level();
-        let failed = std::sync::Mutex::new(None);
-        pool.for_each_chunk_mut(x, rows * t, |i, chunk| {
-            let r0 = i * rows;
-            let n = chunk.len() / t;
-            if let Err(e) = adain(
-                level,
-                chunk,
-                t,
-                &gamma[r0..r0 + n],
-                &beta[r0..r0 + n],
-                ADAIN_EPS,
-            ) {
-                if let Ok(mut f) = failed.lock() {
-                    *f = Some(e);
-                }
-            }
-        })?;
-        match failed.into_inner().ok().flatten() {
-            Some(e) => Err(e.into()),
-            None => Ok(()),
-        }
+/// The AdaIN + LeakyReLU parameters of `AdainResBlk1d`'s norms.
+fn leaky_params<'a>(gamma: &'a [f32], beta: &'a [f32]) -> RowParams<'a> {
+    RowParams {
+        gamma,
+        beta,
+        eps: ADAIN_EPS,
+        act: Activation::LeakyRelu(BLOCK_SLOPE),
     }
+}
+
+/// `dst = leaky_relu(adain(src))` for `[C, t]` with γ ‖ β `gb`, in row
+/// chunks on the lanes; returns the range of `dst` (chunk ranges merge exactly).
+fn adain_leaky_on_lanes(
+    pool: &impl Fork,
+    src: &[f32],
+    dst: &mut [f32],
+    t: usize,
+    gb: &[f32],
+) -> Result<[f32; 2], KokoroError> {
+    check_len("adain input", dst.len(), src.len())?;
+    check_len("adain style params", 2 * (dst.len() / t.max(1)), gb.len())?;
+    if t == 0 {
+        return Ok([0.0, 0.0]);
+    }
+    let (gamma, beta) = gb.split_at(gb.len() / 2);
+    let p = leaky_params(gamma, beta);
+    let rows = rows_per_chunk(t);
+    let range = std::sync::Mutex::new([0.0f32, 0.0f32]);
+    pool.for_each_chunk_mut(dst, rows * t, |i, chunk| {
+        let (r0, n) = (i * rows, chunk.len() / t);
+        chunk.copy_from_slice(&src[r0 * t..(r0 + n) * t]);
+        let r = adain_rows(chunk, t, p.rows(r0, n));
+        if let Ok(mut m) = range.lock() {
+            *m = merge_range(*m, &r);
+        }
+    })?;
+    Ok(range.into_inner().unwrap_or([0.0, 0.0]))
 }
 
 /// Scratch shared by the blocks (grown on demand, never shrunk).
@@ -310,30 +309,35 @@ impl AdainResBlk1d {
             Some(sc) => sc.forward(pool, sc_in, to, out, &mut ws.qconv)?,
             None => out.copy_from_slice(sc_in),
         }
-        // Residual: norm1 → actv → [pool] → conv1 → norm2 → actv → conv2.
+        // Residual: norm1 → actv → [pool] → conv1 → norm2 → actv → conv2,
+        // each norm + activation one row pass that also gives the next
+        // conv's quantization range (norm2's in conv1's row epilogue).
+        let gb = &mut ws.gb[..2 * ci.max(co)];
+        self.norm1
+            .style_params(pool, style, &mut gb[..2 * ci], &mut ws.mm)?;
         let h = &mut ws.b[..ci * t];
-        h.copy_from_slice(x);
-        let gb = &mut ws.gb[..2 * ci];
-        self.norm1.style_params(pool, style, gb, &mut ws.mm)?;
-        self.norm1.apply(pool, h, t, gb)?;
-        par_leaky_relu(pool, h, BLOCK_SLOPE)?;
-        let h: &[f32] = match &self.pool {
+        let r1 = adain_leaky_on_lanes(pool, x, h, t, &gb[..2 * ci])?;
+        let (h, r1): (&[f32], _) = match &self.pool {
             Some(ct) => {
                 let up = &mut ws.a[..ci * to];
                 ct.forward(pool, &ws.b[..ci * t], t, up, &mut ws.ct)?;
-                &ws.a[..ci * to]
+                (&ws.a[..ci * to], None)
             }
-            None => &ws.b[..ci * t],
+            None => (&ws.b[..ci * t], Some(r1)),
         };
+        self.norm2
+            .style_params(pool, style, &mut gb[..2 * co], &mut ws.mm)?;
+        let (g2, b2) = gb[..2 * co].split_at(co);
+        let p2 = leaky_params(g2, b2);
         let r = &mut ws.c[..co * to];
-        self.conv1.forward(pool, h, to, r, &mut ws.qconv)?;
-        let gb = &mut ws.gb[..2 * co];
-        self.norm2.style_params(pool, style, gb, &mut ws.mm)?;
-        self.norm2.apply(pool, r, to, gb)?;
-        par_leaky_relu(pool, r, BLOCK_SLOPE)?;
-        let r2 = &mut ws.b[..co * to];
+        let r2 = self
+            .conv1
+            .forward_then(pool, h, to, r1, r, &mut ws.qconv, |row, c| {
+                adain_rows(row, to, p2.rows(c, 1))
+            })?;
+        let y = &mut ws.b[..co * to];
         self.conv2
-            .forward(pool, &ws.c[..co * to], to, r2, &mut ws.qconv)?;
+            .forward_ranged(pool, &ws.c[..co * to], to, Some(r2), y, &mut ws.qconv)?;
         // (residual + shortcut) / √2, as Add then Div.
         let r2 = &ws.b[..co * to];
         pool.for_each_chunk_mut(out, POINT_CHUNK, |i, c| {
@@ -477,16 +481,20 @@ impl AdaInResBlock1 {
             let p1 = RowParams {
                 gamma: g1,
                 beta: b1,
-                alpha: &b.alpha1,
-                inv_alpha: &b.inv_alpha1,
                 eps: ADAIN_EPS,
+                act: Activation::Snake {
+                    alpha: &b.alpha1,
+                    inv_alpha: &b.inv_alpha1,
+                },
             };
             let p2 = RowParams {
                 gamma: g2,
                 beta: b2,
-                alpha: &b.alpha2,
-                inv_alpha: &b.inv_alpha2,
                 eps: ADAIN_EPS,
+                act: Activation::Snake {
+                    alpha: &b.alpha2,
+                    inv_alpha: &b.inv_alpha2,
+                },
             };
             // xt = snake(adain1(x)), row chunks; their ranges merge exactly.
             let range = std::sync::Mutex::new([0.0f32, 0.0f32]);
@@ -494,7 +502,7 @@ impl AdaInResBlock1 {
             pool.for_each_chunk_mut(&mut ws.xt[..c * t], rows * t, |i, chunk| {
                 let (r0, n) = (i * rows, chunk.len() / t);
                 chunk.copy_from_slice(&src[r0 * t..(r0 + n) * t]);
-                let r = adain_snake_rows(chunk, t, p1.rows(r0, n));
+                let r = adain_rows(chunk, t, p1.rows(r0, n));
                 if let Ok(mut m) = range.lock() {
                     *m = merge_range(*m, &r);
                 }
@@ -508,7 +516,7 @@ impl AdaInResBlock1 {
                 Some(r1),
                 &mut ws.y[..c * t],
                 &mut ws.qconv,
-                |row, co| adain_snake_rows(row, t, p2.rows(co, 1)),
+                |row, co| adain_rows(row, t, p2.rows(co, 1)),
             )?;
             // x += conv2(y), dequantized in the conv's epilogue.
             b.conv2

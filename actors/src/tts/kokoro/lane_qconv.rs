@@ -132,6 +132,20 @@ impl LaneQConv {
         self.dequantized(pool, x, t_in, None, out, false, ws)
     }
 
+    /// [`LaneQConv::forward`] with `x`'s range `[min(0, x…), max(0, x…)]`
+    /// when the caller knows it (saves the range pass).
+    pub fn forward_ranged(
+        &self,
+        pool: &impl Fork,
+        x: &[f32],
+        t_in: usize,
+        range: Option<[f32; 2]>,
+        out: &mut [f32],
+        ws: &mut LaneQConvWorkspace,
+    ) -> Result<(), KokoroError> {
+        self.dequantized(pool, x, t_in, range, out, false, ws)
+    }
+
     /// `out += conv(x)` (the residual `Add` after the dequantization), with
     /// `x`'s range if known: [`LaneQConv::forward_rows`] with
     /// `pointwise::dequantize_add` as its finish, bit for bit, the

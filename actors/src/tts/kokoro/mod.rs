@@ -5,10 +5,10 @@
 //! exactly as onnxruntime does; the front half is [`albert`] (PL-BERT →
 //! `d_en`), [`prosody`] (durations, F0, N) and [`text_encoder`] (`asr`),
 //! put together by [`front`]; the back half is [`decoder`] and [`generator`]
-//! (with [`blocks`], [`adain_snake`], [`lane_qconv`], [`ort_sin`],
+//! (with [`blocks`], [`adain_rows`], [`lane_qconv`], [`ort_sin`],
 //! [`pointwise`], [`source`], [`stft`]), put together by [`back`].
 
-pub mod adain_snake;
+pub mod adain_rows;
 pub mod albert;
 pub mod back;
 pub mod blocks;
