@@ -325,6 +325,18 @@ const EXP_POLY: [u32; 5] = [
 /// masked 16-lane steps), lanes reduced `hi + lo` then pairwise
 /// (`vhaddps` twice), and each `e` multiplied by `1 / sum`.
 pub fn softmax(x: &mut [f32], dim: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if simd_level() == SimdLevel::Avx512 {
+        // SAFETY: AVX-512 detected.
+        unsafe { attention_x86::softmax(x, dim) };
+        return;
+    }
+    softmax_generic(x, dim);
+}
+
+/// [`softmax`] in portable code (`vscalefps` emulated in f64): the reference
+/// of the AVX-512 route and the route of other CPUs.
+fn softmax_generic(x: &mut [f32], dim: usize) {
     dispatch!(softmax(x: &mut [f32], dim: usize) {
         if dim == 0 {
             return;
@@ -398,6 +410,35 @@ pub fn attention_head(
     out: &mut [f32],
 ) {
     assert!(kt_stride >= t.next_multiple_of(BLOCK) && kt.len() >= d * kt_stride);
+    assert!(q.len() >= t * d && scores.len() >= t * t && out.len() >= t * d);
+    assert!(t == 0 || v.len() >= (t - 1) * v_stride + d);
+    #[cfg(target_arch = "x86_64")]
+    if simd_level() == SimdLevel::Avx512 {
+        // SAFETY: AVX-512 detected; the asserts above bound every access.
+        unsafe {
+            attention_x86::qk(q, kt, kt_stride, t, d, scores);
+            softmax(scores, t);
+            attention_x86::pv(scores, v, v_stride, t, d, out);
+        }
+        return;
+    }
+    attention_head_generic(q, kt, kt_stride, v, v_stride, t, d, scores, out);
+}
+
+/// [`attention_head`] in portable code (auto-vectorised): the reference the
+/// AVX-512 route is tested against, and the route of other CPUs.
+#[allow(clippy::too_many_arguments)]
+fn attention_head_generic(
+    q: &[f32],
+    kt: &[f32],
+    kt_stride: usize,
+    v: &[f32],
+    v_stride: usize,
+    t: usize,
+    d: usize,
+    scores: &mut [f32],
+    out: &mut [f32],
+) {
     dispatch!(qk(q: &[f32], kt: &[f32], kt_stride: usize, t: usize, d: usize, scores: &mut [f32]) {
         // ROWS query rows share each kᵀ vector: independent chains in flight.
         for i0 in (0..t).step_by(ROWS) {
@@ -469,6 +510,162 @@ pub fn attention_head(
             }
         }
     });
+}
+
+/// [`attention_head`]'s two products with the accumulators pinned in
+/// registers (the portable loops spill them): the same FMA chains in the
+/// same order, so the same bits.
+#[cfg(target_arch = "x86_64")]
+mod attention_x86 {
+    use super::{BLOCK, PV_STRIDE_K, ROWS};
+    use std::arch::x86_64::*;
+
+    /// [`super::softmax`] with MLAS's own instructions (`vscalefps`, masked
+    /// tail): the same operations per element and the same sum order.
+    ///
+    /// # Safety
+    /// AVX-512F must be available.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn softmax(x: &mut [f32], dim: usize) {
+        use super::{EXP_BIAS, EXP_LN2_HI, EXP_LN2_LO, EXP_LOG2E, EXP_LOWER, EXP_POLY};
+        if dim == 0 {
+            return;
+        }
+        let bits = |b: u32| _mm512_set1_ps(f32::from_bits(b));
+        let (lower, bias, log2e) = (bits(EXP_LOWER), bits(EXP_BIAS), bits(EXP_LOG2E));
+        let (hi, lo) = (bits(EXP_LN2_HI), bits(EXP_LN2_LO));
+        let poly = EXP_POLY.map(bits);
+        let one = _mm512_set1_ps(1.0);
+        for row in x.chunks_exact_mut(dim) {
+            let p = row.as_mut_ptr();
+            let mut mx = _mm512_set1_ps(f32::MIN);
+            for j0 in (0..dim).step_by(BLOCK) {
+                let m = lanes(dim - j0);
+                // Lanes past the row (and NaNs) keep the running max.
+                mx = _mm512_mask_max_ps(mx, m, _mm512_maskz_loadu_ps(m, p.add(j0)), mx);
+            }
+            let neg = _mm512_set1_ps(-_mm512_reduce_max_ps(mx));
+            let mut acc = _mm512_setzero_ps();
+            for j0 in (0..dim).step_by(BLOCK) {
+                let m = lanes(dim - j0);
+                let y = _mm512_maskz_loadu_ps(m, p.add(j0));
+                let v = _mm512_max_ps(_mm512_add_ps(y, neg), lower);
+                let e2 = _mm512_sub_ps(_mm512_fmadd_ps(v, log2e, bias), bias);
+                let r = _mm512_fmadd_ps(e2, hi, v);
+                let r = _mm512_fmadd_ps(e2, lo, r);
+                let mut q = poly[0];
+                for c in &poly[1..] {
+                    q = _mm512_fmadd_ps(q, r, *c);
+                }
+                q = _mm512_fmadd_ps(q, r, one);
+                q = _mm512_fmadd_ps(q, r, one);
+                let e = _mm512_scalef_ps(q, e2);
+                _mm512_mask_storeu_ps(p.add(j0), m, e);
+                acc = _mm512_mask_add_ps(acc, m, acc, e);
+            }
+            let mut a = [0.0f32; BLOCK];
+            _mm512_storeu_ps(a.as_mut_ptr(), acc);
+            let h: [f32; 8] = std::array::from_fn(|j| a[j + 8] + a[j]);
+            let sum = ((h[0] + h[1]) + (h[2] + h[3])) + ((h[4] + h[5]) + (h[6] + h[7]));
+            let inv = _mm512_set1_ps(1.0 / sum);
+            for j0 in (0..dim).step_by(BLOCK) {
+                let m = lanes(dim - j0);
+                let y = _mm512_maskz_loadu_ps(m, p.add(j0));
+                _mm512_mask_storeu_ps(p.add(j0), m, _mm512_mul_ps(y, inv));
+            }
+        }
+    }
+
+    /// Mask of the first `n ≤ 16` lanes.
+    fn lanes(n: usize) -> __mmask16 {
+        if n >= BLOCK {
+            !0
+        } else {
+            (1u16 << n) - 1
+        }
+    }
+
+    /// `scores[i, j] = Σ_c q[i, c]·kt[c, j]`, one FMA chain per score from 0.
+    ///
+    /// # Safety
+    /// AVX-512F; `q` holds `t·d`, `kt` `d` rows of `kt_stride ≥ t` rounded up
+    /// to 16, `scores` `t·t`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn qk(
+        q: &[f32],
+        kt: &[f32],
+        kt_stride: usize,
+        t: usize,
+        d: usize,
+        scores: &mut [f32],
+    ) {
+        let (qp, kp, sp) = (q.as_ptr(), kt.as_ptr(), scores.as_mut_ptr());
+        for i0 in (0..t).step_by(ROWS) {
+            let rn = ROWS.min(t - i0);
+            // Rows past the end repeat the last one (computed, not written).
+            let rows: [*const f32; ROWS] =
+                std::array::from_fn(|r| qp.add((i0 + r.min(rn - 1)) * d));
+            for j0 in (0..t).step_by(BLOCK) {
+                let mut acc = [_mm512_setzero_ps(); ROWS];
+                for c in 0..d {
+                    let kv = _mm512_loadu_ps(kp.add(c * kt_stride + j0));
+                    for (a, row) in acc.iter_mut().zip(&rows) {
+                        *a = _mm512_fmadd_ps(_mm512_set1_ps(*row.add(c)), kv, *a);
+                    }
+                }
+                let m = lanes(t - j0);
+                for (r, a) in acc.iter().enumerate().take(rn) {
+                    _mm512_mask_storeu_ps(sp.add((i0 + r) * t + j0), m, *a);
+                }
+            }
+        }
+    }
+
+    /// `out[i, c] = Σ_k p[i, k]·v[k, c]`: FMA chains over slices of
+    /// `PV_STRIDE_K` tokens from 0, slice sums added in order.
+    ///
+    /// # Safety
+    /// AVX-512F; `p` holds `t·t`, `v` `t` rows of `d` at `v_stride`, `out` `t·d`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn pv(
+        p: &[f32],
+        v: &[f32],
+        v_stride: usize,
+        t: usize,
+        d: usize,
+        out: &mut [f32],
+    ) {
+        let (pp, vp, op) = (p.as_ptr(), v.as_ptr(), out.as_mut_ptr());
+        for i0 in (0..t).step_by(ROWS) {
+            let rn = ROWS.min(t - i0);
+            let rows: [*const f32; ROWS] =
+                std::array::from_fn(|r| pp.add((i0 + r.min(rn - 1)) * t));
+            for c0 in (0..d).step_by(BLOCK) {
+                let m = lanes(d - c0);
+                let mut k0 = 0;
+                while k0 < t {
+                    let k1 = (k0 + PV_STRIDE_K).min(t);
+                    let mut acc = [_mm512_setzero_ps(); ROWS];
+                    for k in k0..k1 {
+                        let vv = _mm512_maskz_loadu_ps(m, vp.add(k * v_stride + c0));
+                        for (a, row) in acc.iter_mut().zip(&rows) {
+                            *a = _mm512_fmadd_ps(_mm512_set1_ps(*row.add(k)), vv, *a);
+                        }
+                    }
+                    for (r, a) in acc.iter().enumerate().take(rn) {
+                        let dst = op.add((i0 + r) * d + c0);
+                        let y = if k0 == 0 {
+                            *a
+                        } else {
+                            _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst), *a)
+                        };
+                        _mm512_mask_storeu_ps(dst, m, y);
+                    }
+                    k0 = k1;
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -582,6 +779,50 @@ mod tests {
 
     /// Long rows: the value slices of 256 tokens change the sum order, not
     /// the value (within f32 rounding of a naive f64 reference).
+    #[test]
+    fn softmax_routes_agree_bit_for_bit() {
+        for dim in [1usize, 5, 16, 17, 48, 54, 300] {
+            let x: Vec<f32> = (0..3 * dim)
+                .map(|i| ((i * 7919) % 211) as f32 * 0.37 - 40.0)
+                .chain((0..dim).map(|i| -90.0 - i as f32))
+                .collect();
+            let (mut a, mut b) = (x.clone(), x);
+            softmax(&mut a, dim);
+            softmax_generic(&mut b, dim);
+            let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&a), bits(&b), "dim {dim}");
+        }
+    }
+
+    #[test]
+    fn attention_routes_agree_bit_for_bit() {
+        // t across the 8-row and 16-column blocks and past one 256-token
+        // slice; d below, at and past one vector; v rows wider than d.
+        for &(t, d) in &[(1usize, 1usize), (7, 16), (54, 64), (300, 20), (17, 33)] {
+            let stride = t.next_multiple_of(16);
+            let q: Vec<f32> = (0..t * d)
+                .map(|i| ((i * 7919) % 97) as f32 * 0.01 - 0.5)
+                .collect();
+            let mut kt = vec![0.0f32; d * stride];
+            for (i, x) in kt.iter_mut().enumerate() {
+                if i % stride < t {
+                    *x = ((i * 104_729) % 89) as f32 * 0.01 - 0.4;
+                }
+            }
+            let vs = d + 3;
+            let v: Vec<f32> = (0..t * vs)
+                .map(|i| ((i * 31) % 23) as f32 * 0.05 - 0.5)
+                .collect();
+            let (mut p1, mut o1) = (vec![0.0f32; t * t], vec![0.0f32; t * d]);
+            let (mut p2, mut o2) = (p1.clone(), o1.clone());
+            attention_head(&q, &kt, stride, &v, vs, t, d, &mut p1, &mut o1);
+            attention_head_generic(&q, &kt, stride, &v, vs, t, d, &mut p2, &mut o2);
+            let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&p1), bits(&p2), "scores t={t} d={d}");
+            assert_eq!(bits(&o1), bits(&o2), "out t={t} d={d}");
+        }
+    }
+
     #[test]
     fn attention_head_is_softmax_times_v() {
         let (t, d): (usize, usize) = (300, 8);
