@@ -63,6 +63,8 @@ impl<'a> RowParams<'a> {
 }
 
 struct Rows<'a> {
+    /// The input rows when not in place.
+    src: Option<&'a [f32]>,
     x: &'a mut [f32],
     t: usize,
     p: RowParams<'a>,
@@ -123,39 +125,37 @@ impl<V: Vf32> VecAct<V> for LeakyV<V> {
     }
 }
 
-/// One row: `act((v − μ)·a + b)` in place, folded into the running range.
+/// One row: `out = act((inp − μ)·a + b)`, folded into the running range.
+///
+/// # Safety
+/// `inp` and `out` are valid for `len` values (they may be the same row).
 #[inline(always)]
-fn row_pass<V: Vf32, A: VecAct<V>>(
-    row: &mut [f32],
-    mean: V,
-    a: V,
-    b: V,
+unsafe fn row_pass<V: Vf32, A: VecAct<V>>(
+    inp: *const f32,
+    out: *mut f32,
+    len: usize,
+    (mean, a, b): (V, V, V),
     act: &A,
     range: &mut (V, V),
 ) {
     let lanes = V::LANES;
-    let main = row.len() - row.len() % lanes;
-    let p = row.as_mut_ptr();
+    let main = len - len % lanes;
     let mut i = 0;
     while i < main {
-        // SAFETY: i + LANES <= main <= row.len().
-        let y = act.apply(unsafe { V::load(p.add(i)) }.sub(mean).mul_add(a, b));
+        let y = act.apply(V::load(inp.add(i)).sub(mean).mul_add(a, b));
         // `min`/`max` return their argument for NaN lanes, as `range` ignores NaNs.
         range.0 = y.min(range.0);
         range.1 = y.max(range.1);
-        // SAFETY: as above.
-        unsafe { y.store(p.add(i)) };
+        y.store(out.add(i));
         i += lanes;
     }
-    let rest = row.len() - main;
+    let rest = len - main;
     if rest > 0 {
         let mut tail = [0.0f32; MAX_LANES];
-        tail[..rest].copy_from_slice(&row[main..]);
-        // SAFETY: `tail` holds MAX_LANES >= LANES values.
-        let y = act.apply(unsafe { V::load(tail.as_ptr()) }.sub(mean).mul_add(a, b));
-        // SAFETY: as above.
-        unsafe { y.store(tail.as_mut_ptr()) };
-        row[main..].copy_from_slice(&tail[..rest]);
+        std::ptr::copy_nonoverlapping(inp.add(main), tail.as_mut_ptr(), rest);
+        let y = act.apply(V::load(tail.as_ptr()).sub(mean).mul_add(a, b));
+        y.store(tail.as_mut_ptr());
+        std::ptr::copy_nonoverlapping(tail.as_ptr(), out.add(main), rest);
         let (l, h) = tail[..rest].iter().fold((0.0f32, 0.0f32), |(l, h), &v| {
             (if v < l { v } else { l }, if v > h { v } else { h })
         });
@@ -168,27 +168,41 @@ impl SimdFn for Rows<'_> {
     type Out = [f32; 2];
     #[inline(always)]
     fn call<V: Vf32>(self) -> [f32; 2] {
-        let n = self.t as f32;
+        let t = self.t;
+        let n = t as f32;
         let mut range = (V::splat(0.0), V::splat(0.0));
-        for (r, row) in self.x.chunks_exact_mut(self.t).enumerate() {
-            let mean = fold_sum!(V, row, 0.0, |a, v| a.add(v)) / n;
+        for (r, row) in self.x.chunks_exact_mut(t).enumerate() {
+            let input: &[f32] = match self.src {
+                Some(src) => &src[r * t..(r + 1) * t],
+                None => row,
+            };
+            let mean = fold_sum!(V, input, 0.0, |a, v| a.add(v)) / n;
             let vm = V::splat(mean);
-            let var = fold_sum!(V, row, mean, |a, v| {
+            let var = fold_sum!(V, input, mean, |a, v| {
                 let d = v.sub(vm);
                 d.mul_add(d, a)
             }) / n;
             let a = V::splat((1.0 + self.p.gamma[r]) / (var + self.p.eps).sqrt());
-            let b = V::splat(self.p.beta[r]);
-            match self.p.act {
-                Activation::Snake { alpha, inv_alpha } => {
-                    let act = SnakeV {
-                        alpha: V::splat(alpha[r]),
-                        inv: V::splat(inv_alpha[r]),
-                    };
-                    row_pass(row, vm, a, b, &act, &mut range);
-                }
-                Activation::LeakyRelu(slope) => {
-                    row_pass(row, vm, a, b, &LeakyV(V::splat(slope)), &mut range);
+            let affine = (vm, a, V::splat(self.p.beta[r]));
+            let out = row.as_mut_ptr();
+            // In place, input and output are one pointer (no shared borrow
+            // of the row outlives the statistics).
+            let inp = self
+                .src
+                .map_or(out as *const f32, |src| src[r * t..].as_ptr());
+            // SAFETY: `inp` and `out` each hold `t` values (the same row when in place).
+            unsafe {
+                match self.p.act {
+                    Activation::Snake { alpha, inv_alpha } => {
+                        let act = SnakeV {
+                            alpha: V::splat(alpha[r]),
+                            inv: V::splat(inv_alpha[r]),
+                        };
+                        row_pass(inp, out, t, affine, &act, &mut range);
+                    }
+                    Activation::LeakyRelu(slope) => {
+                        row_pass(inp, out, t, affine, &LeakyV(V::splat(slope)), &mut range);
+                    }
                 }
             }
         }
@@ -211,7 +225,29 @@ pub fn adain_rows(x: &mut [f32], t: usize, p: RowParams<'_>) -> [f32; 2] {
     if t == 0 {
         return [0.0, 0.0];
     }
-    dispatch(simd_level(), Rows { x, t, p })
+    dispatch(simd_level(), Rows { src: None, x, t, p })
+}
+
+/// [`adain_rows`] out of place: `dst` from `src` (both `[rows, t]`), saving
+/// the copy an in-place pass would need.
+pub fn adain_rows_from(src: &[f32], dst: &mut [f32], t: usize, p: RowParams<'_>) -> [f32; 2] {
+    if t == 0 {
+        return [0.0, 0.0];
+    }
+    assert_eq!(
+        src.len(),
+        dst.len(),
+        "adain_rows_from: source and destination differ in size"
+    );
+    dispatch(
+        simd_level(),
+        Rows {
+            src: Some(src),
+            x: dst,
+            t,
+            p,
+        },
+    )
 }
 
 /// Readable reference of [`adain_rows`] in the graph's operation order
@@ -316,6 +352,9 @@ mod tests {
             let (mut fast, mut want) = (x.clone(), x.clone());
             let range = adain_rows(&mut fast, t, p);
             adain_rows_reference(&mut want, t, p);
+            let mut moved = vec![0.0f32; x.len()];
+            prop_assert_eq!(adain_rows_from(&x, &mut moved, t, p), range);
+            prop_assert_eq!(&moved, &fast);
             prop_assert_eq!(range, pointwise::range(&fast));
             for (i, (f, w)) in fast.iter().zip(&want).enumerate() {
                 prop_assert!((f - w).abs() <= 2e-5 * (1.0 + w.abs()), "{i}: {f} vs {w}");

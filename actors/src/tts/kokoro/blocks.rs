@@ -19,7 +19,7 @@
 
 use voxlane_runtime::Fork;
 
-use super::adain_rows::{adain_rows, Activation, RowParams};
+use super::adain_rows::{adain_rows, adain_rows_from, Activation, RowParams};
 use super::graph::{KokoroError, KokoroGraph};
 use super::lane_qconv::{merge_range, LaneQConv, LaneQConvWorkspace};
 use super::pointwise;
@@ -146,8 +146,7 @@ fn adain_leaky_on_lanes(
     let range = std::sync::Mutex::new([0.0f32, 0.0f32]);
     pool.for_each_chunk_mut(dst, rows * t, |i, chunk| {
         let (r0, n) = (i * rows, chunk.len() / t);
-        chunk.copy_from_slice(&src[r0 * t..(r0 + n) * t]);
-        let r = adain_rows(chunk, t, p.rows(r0, n));
+        let r = adain_rows_from(&src[r0 * t..(r0 + n) * t], chunk, t, p.rows(r0, n));
         if let Ok(mut m) = range.lock() {
             *m = merge_range(*m, &r);
         }
@@ -501,8 +500,7 @@ impl AdaInResBlock1 {
             let src: &[f32] = x;
             pool.for_each_chunk_mut(&mut ws.xt[..c * t], rows * t, |i, chunk| {
                 let (r0, n) = (i * rows, chunk.len() / t);
-                chunk.copy_from_slice(&src[r0 * t..(r0 + n) * t]);
-                let r = adain_rows(chunk, t, p1.rows(r0, n));
+                let r = adain_rows_from(&src[r0 * t..(r0 + n) * t], chunk, t, p1.rows(r0, n));
                 if let Ok(mut m) = range.lock() {
                     *m = merge_range(*m, &r);
                 }
