@@ -15,6 +15,7 @@
 
 use super::error::MimiError;
 use crate::kernels::cpu::{simd_level, SimdLevel};
+use crate::kernels::elementwise::simd::{dispatch, SimdFn, Vf32};
 use crate::kernels::f32_matvec;
 use voxlane_runtime::Fork;
 
@@ -181,13 +182,16 @@ impl RingAttention {
                     sum += *s;
                 }
                 let o = &mut ho[i * d..(i + 1) * d];
-                o.fill(0.0);
-                for (j, &wgt) in sc[..n].iter().enumerate() {
-                    let slot = (lo + j) % cap;
-                    for (a, b) in o.iter_mut().zip(&hv[slot * d..(slot + 1) * d]) {
-                        *a += wgt * b;
-                    }
-                }
+                // The same two runs of ring slots as the scores.
+                let (w1, w2) = sc[..n].split_at(run1);
+                weighted_rows(
+                    level,
+                    w1,
+                    &hv[first * d..(first + run1) * d],
+                    w2,
+                    &hv[..w2.len() * d],
+                    o,
+                );
                 let inv = 1.0 / sum;
                 o.iter_mut().for_each(|x| *x *= inv);
             }
@@ -201,6 +205,54 @@ impl RingAttention {
         }
         Ok(())
     }
+}
+
+/// `o = Σ_j w1[j]·a[j] + Σ_j w2[j]·b[j]` over rows of `o.len()` values, each
+/// lane summed from 0 in row order as `o += w·v` (a product, then a sum:
+/// no fused multiply-add), so every SIMD width gives the scalar loop's bits.
+fn weighted_rows(level: SimdLevel, w1: &[f32], a: &[f32], w2: &[f32], b: &[f32], o: &mut [f32]) {
+    struct Sum<'a> {
+        runs: [(&'a [f32], &'a [f32]); 2],
+        o: &'a mut [f32],
+    }
+    impl SimdFn for Sum<'_> {
+        type Out = ();
+        #[inline(always)]
+        fn call<V: Vf32>(self) {
+            let d = self.o.len();
+            let main = d - d % V::LANES;
+            for c0 in (0..main).step_by(V::LANES) {
+                let mut acc = V::splat(0.0);
+                for (w, rows) in self.runs {
+                    for (j, &wj) in w.iter().enumerate() {
+                        // SAFETY: row j holds d values; c0 + LANES <= main <= d.
+                        let v = unsafe { V::load(rows.as_ptr().add(j * d + c0)) };
+                        acc = acc.add(V::splat(wj).mul(v));
+                    }
+                }
+                // SAFETY: as above.
+                unsafe { acc.store(self.o.as_mut_ptr().add(c0)) };
+            }
+            for c in main..d {
+                let mut acc = 0.0f32;
+                for (w, rows) in self.runs {
+                    for (j, &wj) in w.iter().enumerate() {
+                        acc += wj * rows[j * d + c];
+                    }
+                }
+                self.o[c] = acc;
+            }
+        }
+    }
+    let d = o.len();
+    assert!(a.len() >= w1.len() * d && b.len() >= w2.len() * d);
+    dispatch(
+        level,
+        Sum {
+            runs: [(w1, a), (w2, b)],
+            o,
+        },
+    );
 }
 
 /// Rotate interleaved pairs `(x[2i], x[2i+1])` by the table's angles.
