@@ -149,14 +149,16 @@ impl BindContract {
             streamed: (0, 0),
         };
         // Every weight a frame touches, in its packed size; decoding looks up
-        // only one row per codebook.
+        // only one row per codebook, and the encoder's search reads the
+        // codebooks' bf16 copy (plus the few f32 rows it checks exactly).
         for e in expected.iter().filter(|e| e.used) {
             let n: usize = e.shape.iter().product();
+            let name = e.name.as_str();
             let bytes = match plan.routes.iter().find(|r| r.name == e.name) {
                 Some(r) => r.bytes(),
+                None if name.ends_with("embedding_sum") => 2 * n,
                 None => 4 * n,
             };
-            let name = e.name.as_str();
             if name.starts_with("encoder") || name.starts_with("downsample") {
                 plan.streamed.0 += bytes;
             } else if name.starts_with("decoder") || name.starts_with("upsample") {

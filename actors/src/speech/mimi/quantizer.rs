@@ -8,19 +8,28 @@
 //! The nearest code follows `torch.cdist`'s matmul form
 //! `sqrt(max(‖x‖² − 2x·e + ‖e‖², 1e-30))` with the first index winning ties,
 //! as `argmin` does.
+//!
+//! The search reads a bf16 copy of each codebook (half the bytes of the f32
+//! one, which stay for the exact step) for approximate distances with a
+//! proven error bound, then computes the exact f32 distance only for the
+//! entries the bound cannot rule out ([`nearest`]): the same code as an
+//! exhaustive f32 search, for half the codebook traffic per frame.
 
 use super::config::{MimiConfig, QuantizerConfig};
 use super::error::MimiError;
 use super::weights::MimiWeights;
 use crate::kernels::cpu::simd_level;
 use crate::kernels::f32_matvec;
+use crate::kernels::matmul::{bf16, matmul_ws, MatmulWorkspace, Weights};
 use voxlane_runtime::Fork;
 
 /// Epsilon of moshi's `EuclideanCodebook` usage clamp.
 const USAGE_EPS: f32 = 1e-5;
 
-/// Codebook entries per lane chunk of the distance pass.
-const DOT_CHUNK: usize = 256;
+/// Bound on `|x·ẽ − x·e| / (‖x‖·‖e‖)` for a bf16-rounded entry `ẽ`: 2⁻⁹
+/// for the rounding (relative, per element, then Cauchy–Schwarz), doubled
+/// to cover both dots' f32 summation error (≤ 256·2⁻²⁴ relative).
+const BF16_DOT_BOUND: f32 = 1.0 / 256.0;
 
 /// One residual quantizer (`rvq_first` or `rvq_rest`), with its used codebooks.
 #[derive(Debug, Clone)]
@@ -33,6 +42,8 @@ struct Rvq {
     codebooks: Vec<Vec<f32>>,
     /// Per codebook `‖e‖²` for each entry, `[bins]`.
     norms: Vec<Vec<f32>>,
+    /// Per codebook, the entries rounded to bf16 (the approximate pass).
+    approx: Vec<Weights>,
 }
 
 /// A bound split RVQ using `num_codebooks` codebooks.
@@ -49,6 +60,8 @@ pub struct QuantizerScratch {
     residual: Vec<f32>,
     /// `[bins]` dot products with one codebook.
     dots: Vec<f32>,
+    /// The approximate pass's matmul scratch.
+    mm: MatmulWorkspace,
     sum: Vec<f32>,
     col: Vec<f32>,
     out: Vec<f32>,
@@ -79,6 +92,7 @@ impl Rvq {
         let p = format!("quantizer.{part}");
         let mut codebooks = Vec::with_capacity(used);
         let mut norms = Vec::with_capacity(used);
+        let mut approx = Vec::with_capacity(used);
         for i in 0..used {
             let c = format!("{p}.vq.layers.{i}._codebook");
             let mut e = w.take(&format!("{c}.embedding_sum"))?;
@@ -92,6 +106,8 @@ impl Rvq {
                     .map(|r| r.iter().map(|v| v * v).sum())
                     .collect(),
             );
+            let rounded: Vec<bf16> = e.iter().map(|&v| bf16::from_f32(v)).collect();
+            approx.push(Weights::bf16(&rounded, q.bins, q.dimension)?);
             codebooks.push(e);
         }
         Ok(Self {
@@ -99,10 +115,12 @@ impl Rvq {
             output_proj: w.take(&format!("{p}.output_proj.weight"))?,
             codebooks,
             norms,
+            approx,
         })
     }
 
     /// Codes of one latent column `x` into `codes`.
+    #[allow(clippy::too_many_arguments)]
     fn encode(
         &self,
         pool: &impl Fork,
@@ -111,33 +129,16 @@ impl Rvq {
         codes: &mut [u32],
         residual: &mut [f32],
         dots: &mut [f32],
+        mm: &mut MatmulWorkspace,
     ) -> Result<(), MimiError> {
-        let level = simd_level();
         project(&self.input_proj, x, residual);
-        for ((cb, norms), code) in self.codebooks.iter().zip(&self.norms).zip(codes.iter_mut()) {
-            let xn: f32 = residual.iter().map(|v| v * v).sum();
-            // Fixed chunks of entries: the same bits for every budget.
+        let parts = self.codebooks.iter().zip(&self.norms).zip(&self.approx);
+        for (((cb, norms), approx), code) in parts.zip(codes.iter_mut()) {
             let r: &[f32] = residual;
-            pool.for_each_chunk_mut(dots, DOT_CHUNK, |ci, piece| {
-                let e0 = ci * DOT_CHUNK;
-                f32_matvec::rows(
-                    level,
-                    r,
-                    &cb[e0 * dim..(e0 + piece.len()) * dim],
-                    dim,
-                    None,
-                    piece,
-                );
-            })?;
-            let mut best = (f32::INFINITY, 0usize);
-            for (j, (dot, en)) in dots.iter().zip(norms).enumerate() {
-                let dist = (xn - 2.0 * dot + en).max(1e-30).sqrt();
-                if dist < best.0 {
-                    best = (dist, j);
-                }
-            }
-            *code = best.1 as u32;
-            let e = &cb[best.1 * dim..(best.1 + 1) * dim];
+            matmul_ws(r, 1, dim, approx, None, dots, mm, pool)?;
+            let best = nearest(r, cb, norms, dots);
+            *code = best as u32;
+            let e = &cb[best * dim..(best + 1) * dim];
             residual.iter_mut().zip(e).for_each(|(r, v)| *r -= v);
         }
         Ok(())
@@ -152,6 +153,45 @@ impl Rvq {
         }
         project(&self.output_proj, sum, out);
     }
+}
+
+/// `torch.cdist` distance from its parts: `sqrt(max(‖x‖² − 2x·e + ‖e‖², 1e-30))`.
+fn cdist(xn: f32, dot: f32, en: f32) -> f32 {
+    (xn - 2.0 * dot + en).max(1e-30).sqrt()
+}
+
+/// The entry of `cb: [bins, dim]` nearest to `x` as the exhaustive f32
+/// search finds it (first index on ties), given `approx_dots[j] ≈ x·e_j` from
+/// the bf16 entries. Every entry's squared distance is within
+/// `2·BF16_DOT_BOUND·‖x‖·‖e_j‖` of its approximation, so an entry whose
+/// lower bound exceeds the smallest upper bound cannot win (nor tie, with the
+/// margin for `sqrt` rounding and the 1e-30 clamp); the rest get their exact
+/// f32 dot, the contract order of [`f32_matvec::rows`] for any row count.
+fn nearest(x: &[f32], cb: &[f32], norms: &[f32], approx_dots: &[f32]) -> usize {
+    let level = simd_level();
+    let dim = x.len();
+    let xn: f32 = x.iter().map(|v| v * v).sum();
+    let bound = |en: f32| 2.0 * BF16_DOT_BOUND * (xn * en).sqrt();
+    let upper = approx_dots
+        .iter()
+        .zip(norms)
+        .map(|(&d, &en)| (xn - 2.0 * d + en) + bound(en))
+        .fold(f32::INFINITY, f32::min);
+    let limit = upper + upper.abs() * (1.0 / 1_048_576.0) + 1e-30;
+    let mut best = (f32::INFINITY, 0usize);
+    for (j, (&d, &en)) in approx_dots.iter().zip(norms).enumerate() {
+        // A NaN bound keeps the entry (compared exactly below).
+        if (xn - 2.0 * d + en) - bound(en) > limit {
+            continue;
+        }
+        let mut dot = [0.0f32];
+        f32_matvec::rows(level, x, &cb[j * dim..(j + 1) * dim], dim, None, &mut dot);
+        let dist = cdist(xn, dot[0], en);
+        if dist < best.0 {
+            best = (dist, j);
+        }
+    }
+    best.1
 }
 
 impl QuantizerScratch {
@@ -192,6 +232,7 @@ impl Quantizer {
         QuantizerScratch {
             residual: vec![0.0; q.dimension],
             dots: vec![0.0; q.bins],
+            mm: MatmulWorkspace::new(1, q.dimension),
             sum: vec![0.0; q.dimension],
             col: vec![0.0; q.input_dimension.max(q.output_dimension)],
             out: vec![0.0; q.output_dimension],
@@ -230,6 +271,7 @@ impl Quantizer {
                 &mut frame[..nf],
                 &mut sc.residual,
                 &mut sc.dots,
+                &mut sc.mm,
             )?;
             self.rest.encode(
                 pool,
@@ -238,6 +280,7 @@ impl Quantizer {
                 &mut frame[nf..],
                 &mut sc.residual,
                 &mut sc.dots,
+                &mut sc.mm,
             )?;
             for (kk, &c) in frame.iter().enumerate() {
                 codes[kk * t + ti] = c;
@@ -299,4 +342,64 @@ impl Quantizer {
 fn frame_codes(buf: &mut [u32; 64], k: usize) -> Result<&mut [u32], MimiError> {
     buf.get_mut(..k)
         .ok_or_else(|| MimiError::Input(format!("{k} codebooks exceed the supported 64")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The exhaustive f32 search the bound-pruned one must reproduce.
+    fn exhaustive(x: &[f32], cb: &[f32], norms: &[f32]) -> usize {
+        let dim = x.len();
+        let xn: f32 = x.iter().map(|v| v * v).sum();
+        let mut dots = vec![0.0f32; norms.len()];
+        f32_matvec::rows(simd_level(), x, cb, dim, None, &mut dots);
+        let mut best = (f32::INFINITY, 0usize);
+        for (j, (&d, &en)) in dots.iter().zip(norms).enumerate() {
+            let dist = cdist(xn, d, en);
+            if dist < best.0 {
+                best = (dist, j);
+            }
+        }
+        best.1
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Random codebooks with planted near-duplicates and exact duplicates
+        /// (ties go to the first index), queries near an entry or far from all.
+        #[test]
+        fn pruned_search_finds_the_exhaustive_winner(
+            bins in 1usize..300,
+            dim in 1usize..70,
+            seed in 0u64..10_000,
+            near in proptest::bool::ANY,
+        ) {
+            let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(7);
+            let mut next = || {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            };
+            let mut cb: Vec<f32> = (0..bins * dim).map(|_| next()).collect();
+            // Entry 2j+1 duplicates or nearly duplicates entry 2j.
+            for j in (0..bins.saturating_sub(1)).step_by(2) {
+                let jitter = if j % 4 == 0 { 0.0 } else { 1e-6 };
+                for c in 0..dim {
+                    cb[(j + 1) * dim + c] = cb[j * dim + c] + jitter;
+                }
+            }
+            let norms: Vec<f32> = cb.chunks_exact(dim).map(|r| r.iter().map(|v| v * v).sum()).collect();
+            let target = (seed as usize) % bins;
+            let x: Vec<f32> = (0..dim)
+                .map(|c| if near { cb[target * dim + c] + next() * 1e-4 } else { next() * 3.0 })
+                .collect();
+            let rounded: Vec<bf16> = cb.iter().map(|&v| bf16::from_f32(v)).collect();
+            let approx = Weights::bf16(&rounded, bins, dim).expect("weights");
+            let mut dots = vec![0.0f32; bins];
+            matmul_ws(&x, 1, dim, &approx, None, &mut dots, &mut MatmulWorkspace::default(), &voxlane_runtime::LanePool::new(1).expect("pool"))
+                .expect("approximate dots");
+            prop_assert_eq!(nearest(&x, &cb, &norms, &dots), exhaustive(&x, &cb, &norms));
+        }
+    }
 }
