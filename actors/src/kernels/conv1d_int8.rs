@@ -744,6 +744,40 @@ impl Conv1dInt8 {
         t: usize,
     ) {
         let n = acc.len();
+        if let Sink::Dequant {
+            out,
+            scale,
+            bias_q,
+            add,
+        } = sink
+        {
+            // One pass: `(acc + base − zw·Σx) + bias_q` folds into one
+            // wrapping sum (exact modulo 2³², as the separate passes are).
+            // SAFETY: frames t..t+n of row co belong to the calling chunk alone
+            // and lie inside the checked output; `bias_q` holds c_out values.
+            let (row, b) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(out.ptr().add(co * t_out + t), n),
+                    *bias_q.ptr().add(co),
+                )
+            };
+            let c = base.wrapping_add(b);
+            match window {
+                None => store(
+                    row,
+                    acc.iter().map(|a| a.wrapping_add(c) as f32 * scale),
+                    add,
+                ),
+                Some((zw, sums)) => store(
+                    row,
+                    acc.iter().zip(sums).map(|(a, s)| {
+                        a.wrapping_add(c).wrapping_sub(zw.wrapping_mul(*s)) as f32 * scale
+                    }),
+                    add,
+                ),
+            }
+            return;
+        }
         // Plain zip loops over whole slices: they vectorize.
         for a in acc.iter_mut() {
             *a = a.wrapping_add(base);
@@ -781,30 +815,8 @@ impl Conv1dInt8 {
                     }
                 }
             }
-            Sink::Dequant {
-                out,
-                scale,
-                bias_q,
-                add,
-            } => {
-                // SAFETY: as above; `bias_q` holds c_out values (checked by the caller).
-                let (row, b) = unsafe {
-                    (
-                        std::slice::from_raw_parts_mut(out.ptr().add(co * t_out + t), n),
-                        *bias_q.ptr().add(co),
-                    )
-                };
-                let values = acc.iter().map(|a| a.wrapping_add(b) as f32 * scale);
-                if add {
-                    for (o, v) in row.iter_mut().zip(values) {
-                        *o += v;
-                    }
-                } else {
-                    for (o, v) in row.iter_mut().zip(values) {
-                        *o = v;
-                    }
-                }
-            }
+            // Handled above in one pass.
+            Sink::Dequant { .. } => {}
         }
     }
 }
@@ -900,6 +912,20 @@ impl Dense<'_> {
                     t += n;
                 }
             }
+        }
+    }
+}
+
+/// `row = values` or, with `add`, `row += values` (the residual `Add`).
+#[inline(always)]
+fn store(row: &mut [f32], values: impl Iterator<Item = f32>, add: bool) {
+    if add {
+        for (o, v) in row.iter_mut().zip(values) {
+            *o += v;
+        }
+    } else {
+        for (o, v) in row.iter_mut().zip(values) {
+            *o = v;
         }
     }
 }
