@@ -15,6 +15,7 @@
 
 use super::error::MimiError;
 use crate::kernels::cpu::{simd_level, SimdLevel};
+use crate::kernels::elementwise::fast_math::exp_inplace;
 use crate::kernels::elementwise::simd::{dispatch, SimdFn, Vf32};
 use crate::kernels::f32_matvec;
 use voxlane_runtime::Fork;
@@ -171,16 +172,7 @@ impl RingAttention {
                 let (s1, s2) = sc[..n].split_at_mut(run1);
                 f32_matvec::rows(level, qh, &hk[first * d..(first + run1) * d], d, None, s1);
                 f32_matvec::rows(level, qh, &hk[..s2.len() * d], d, None, s2);
-                let mut max = f32::NEG_INFINITY;
-                for s in sc[..n].iter_mut() {
-                    *s *= scale;
-                    max = max.max(*s);
-                }
-                let mut sum = 0.0f32;
-                for s in sc[..n].iter_mut() {
-                    *s = (*s - max).exp();
-                    sum += *s;
-                }
+                let sum = softmax_weights(level, &mut sc[..n], scale);
                 let o = &mut ho[i * d..(i + 1) * d];
                 // The same two runs of ring slots as the scores.
                 let (w1, w2) = sc[..n].split_at(run1);
@@ -205,6 +197,20 @@ impl RingAttention {
         }
         Ok(())
     }
+}
+
+/// Scale the scores, subtract their maximum and exponentiate in place (the
+/// kernels' SIMD `exp`, relative error ≤ 1e-6); returns the sum of the
+/// weights, in order.
+fn softmax_weights(level: SimdLevel, sc: &mut [f32], scale: f32) -> f32 {
+    let mut max = f32::NEG_INFINITY;
+    for s in sc.iter_mut() {
+        *s *= scale;
+        max = max.max(*s);
+    }
+    sc.iter_mut().for_each(|s| *s -= max);
+    exp_inplace(level, sc);
+    sc.iter().sum()
 }
 
 /// `o = Σ_j w1[j]·a[j] + Σ_j w2[j]·b[j]` over rows of `o.len()` values, each
