@@ -95,9 +95,7 @@ impl Packed {
         }
         Ok(())
     }
-}
 
-impl Packed {
     /// One row through [`Packed::run`], serial and without bias (the
     /// broadcast-VNNI layout's one-row route where the CPU has it).
     fn matvec(
