@@ -126,22 +126,21 @@ fn leaky_params<'a>(gamma: &'a [f32], beta: &'a [f32]) -> RowParams<'a> {
     }
 }
 
-/// `dst = leaky_relu(adain(src))` for `[C, t]` with γ ‖ β `gb`, in row
-/// chunks on the lanes; returns the range of `dst` (chunk ranges merge exactly).
-fn adain_leaky_on_lanes(
+/// `dst = act(adain(src))` for `[C, t]` with `p`'s per-row parameters, in
+/// row chunks on the lanes; returns the range of `dst` (chunk ranges merge
+/// exactly, so it does not depend on the budget).
+fn adain_on_lanes(
     pool: &impl Fork,
     src: &[f32],
     dst: &mut [f32],
     t: usize,
-    gb: &[f32],
+    p: RowParams<'_>,
 ) -> Result<[f32; 2], KokoroError> {
     check_len("adain input", dst.len(), src.len())?;
-    check_len("adain style params", 2 * (dst.len() / t.max(1)), gb.len())?;
+    check_len("adain style params", dst.len() / t.max(1), p.gamma.len())?;
     if t == 0 {
         return Ok([0.0, 0.0]);
     }
-    let (gamma, beta) = gb.split_at(gb.len() / 2);
-    let p = leaky_params(gamma, beta);
     let rows = rows_per_chunk(t);
     let range = std::sync::Mutex::new([0.0f32, 0.0f32]);
     pool.for_each_chunk_mut(dst, rows * t, |i, chunk| {
@@ -315,7 +314,8 @@ impl AdainResBlk1d {
         self.norm1
             .style_params(pool, style, &mut gb[..2 * ci], &mut ws.mm)?;
         let h = &mut ws.b[..ci * t];
-        let r1 = adain_leaky_on_lanes(pool, x, h, t, &gb[..2 * ci])?;
+        let (g1, b1) = gb[..2 * ci].split_at(ci);
+        let r1 = adain_on_lanes(pool, x, h, t, leaky_params(g1, b1))?;
         let (h, r1): (&[f32], _) = match &self.pool {
             Some(ct) => {
                 let up = &mut ws.a[..ci * to];
@@ -469,7 +469,6 @@ impl AdaInResBlock1 {
         grow(&mut ws.y, c * t);
         grow(&mut ws.gb, 2 * c);
         grow(&mut ws.gb2, 2 * c);
-        let rows = rows_per_chunk(t);
         for b in &self.branches {
             b.adain1
                 .style_params(pool, style, &mut ws.gb[..2 * c], &mut ws.mm)?;
@@ -495,17 +494,8 @@ impl AdaInResBlock1 {
                     inv_alpha: &b.inv_alpha2,
                 },
             };
-            // xt = snake(adain1(x)), row chunks; their ranges merge exactly.
-            let range = std::sync::Mutex::new([0.0f32, 0.0f32]);
-            let src: &[f32] = x;
-            pool.for_each_chunk_mut(&mut ws.xt[..c * t], rows * t, |i, chunk| {
-                let (r0, n) = (i * rows, chunk.len() / t);
-                let r = adain_rows_from(&src[r0 * t..(r0 + n) * t], chunk, t, p1.rows(r0, n));
-                if let Ok(mut m) = range.lock() {
-                    *m = merge_range(*m, &r);
-                }
-            })?;
-            let r1 = range.into_inner().unwrap_or([0.0, 0.0]);
+            // xt = snake(adain1(x)).
+            let r1 = adain_on_lanes(pool, x, &mut ws.xt[..c * t], t, p1)?;
             // y = snake(adain2(conv1(xt))), finished row by row.
             let r2 = b.conv1.forward_then(
                 pool,
