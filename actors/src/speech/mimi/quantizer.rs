@@ -33,6 +33,8 @@ const USAGE_EPS: f32 = 1e-5;
 /// exponent range, so only subnormal entries round worse, by < 2⁻¹³³
 /// absolute, inside the search's 1e-30 margin).
 const BF16_DOT_BOUND: f32 = 1.0 / 256.0;
+/// The widest codebook the bound covers; wider ones check every entry exactly.
+const BOUND_MAX_DIM: usize = 1 << 13;
 
 /// One residual quantizer (`rvq_first` or `rvq_rest`), with its used codebooks.
 #[derive(Debug, Clone)]
@@ -180,7 +182,11 @@ fn nearest(x: &[f32], cb: &[f32], norms: &[f32], approx_dots: &[f32]) -> usize {
         .zip(norms)
         .map(|(&d, &en)| (xn - 2.0 * d + en) + bound(en))
         .fold(f32::INFINITY, f32::min);
-    let limit = upper + upper.abs() * (1.0 / 1_048_576.0) + 1e-30;
+    let limit = if dim <= BOUND_MAX_DIM {
+        upper + upper.abs() * (1.0 / 1_048_576.0) + 1e-30
+    } else {
+        f32::INFINITY
+    };
     let mut best = (f32::INFINITY, 0usize);
     for (j, (&d, &en)) in approx_dots.iter().zip(norms).enumerate() {
         // A NaN bound keeps the entry (compared exactly below).
