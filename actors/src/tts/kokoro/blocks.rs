@@ -304,7 +304,7 @@ impl AdainResBlk1d {
             x
         };
         match &self.conv1x1 {
-            Some(sc) => sc.forward(pool, sc_in, to, out, &mut ws.qconv)?,
+            Some(sc) => sc.forward(pool, sc_in, to, None, out, &mut ws.qconv)?,
             None => out.copy_from_slice(sc_in),
         }
         // Residual: norm1 → actv → [pool] → conv1 → norm2 → actv → conv2,
@@ -336,7 +336,7 @@ impl AdainResBlk1d {
             })?;
         let y = &mut ws.b[..co * to];
         self.conv2
-            .forward_ranged(pool, &ws.c[..co * to], to, Some(r2), y, &mut ws.qconv)?;
+            .forward(pool, &ws.c[..co * to], to, Some(r2), y, &mut ws.qconv)?;
         // (residual + shortcut) / √2, as Add then Div.
         let r2 = &ws.b[..co * to];
         pool.for_each_chunk_mut(out, POINT_CHUNK, |i, c| {

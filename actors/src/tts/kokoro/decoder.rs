@@ -149,12 +149,12 @@ impl Decoder {
                 )));
             }
             grow(dst, f);
-            conv.forward(pool, src, 2 * f, &mut dst[..f], &mut ws.qconv)?;
+            conv.forward(pool, src, 2 * f, None, &mut dst[..f], &mut ws.qconv)?;
         }
         let res_c = self.asr_res.params().c_out;
         grow(&mut ws.res, res_c * f);
         self.asr_res
-            .forward(pool, asr, f, &mut ws.res[..res_c * f], &mut ws.qconv)?;
+            .forward(pool, asr, f, None, &mut ws.res[..res_c * f], &mut ws.qconv)?;
         // encode on [asr ‖ F0 ‖ N].
         let c_enc = self.encode.c_in();
         grow(&mut ws.cat, c_enc * f);

@@ -324,7 +324,14 @@ impl Generator {
             }
             grow(&mut ws.acc, cu * tn);
             let spec = &ws.spec[..CHANNELS * ts];
-            nc.forward(pool, spec, ts, &mut ws.acc[..cu * tn], &mut ws.rb.qconv)?;
+            nc.forward(
+                pool,
+                spec,
+                ts,
+                None,
+                &mut ws.acc[..cu * tn],
+                &mut ws.rb.qconv,
+            )?;
             nr.forward(pool, &mut ws.acc[..cu * tn], tn, style, &mut ws.rb)?;
             let noise_secs = noise_start.elapsed().as_secs_f64();
             times.noise += noise_secs;

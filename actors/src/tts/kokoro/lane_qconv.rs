@@ -120,21 +120,10 @@ impl LaneQConv {
         Ok(self.params.out_len(t_in)?)
     }
 
-    /// `out[c_out, t_out]` from `x[c_in, t_in]`, bit-identical to `QConv::forward`.
+    /// `out[c_out, t_out]` from `x[c_in, t_in]`, bit-identical to
+    /// `QConv::forward`; `range` is `x`'s `[min(0, x…), max(0, x…)]` when the
+    /// caller knows it (saves the range pass).
     pub fn forward(
-        &self,
-        pool: &impl Fork,
-        x: &[f32],
-        t_in: usize,
-        out: &mut [f32],
-        ws: &mut LaneQConvWorkspace,
-    ) -> Result<(), KokoroError> {
-        self.dequantized(pool, x, t_in, None, out, false, ws)
-    }
-
-    /// [`LaneQConv::forward`] with `x`'s range `[min(0, x…), max(0, x…)]`
-    /// when the caller knows it (saves the range pass).
-    pub fn forward_ranged(
         &self,
         pool: &impl Fork,
         x: &[f32],
@@ -393,7 +382,7 @@ mod tests {
                     .expect("forward_add");
                 assert_eq!(bits(&got), bits(&want_add), "add: {case}");
                 let mut got = start.clone();
-                conv.forward(&pool, &x, t, &mut got, &mut ws)
+                conv.forward(&pool, &x, t, None, &mut got, &mut ws)
                     .expect("forward");
                 assert_eq!(bits(&got), bits(&want_plain), "plain: {case}");
                 let mut got = start.clone();
