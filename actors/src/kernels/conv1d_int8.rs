@@ -39,6 +39,10 @@ use super::quantize;
 
 /// Output channels per register tile of the dense route.
 pub const MR: usize = 6;
+/// Output channels per AMX block (two 16-row weight tiles).
+const AMX_CO: usize = 32;
+/// Output frames per AMX block (two 16-column input tiles).
+const AMX_T: usize = 32;
 /// Output frames per parallel chunk (fixed: determinism).
 pub const TIME_CHUNK: usize = 128;
 /// Parallel units a dense conv aims for, splitting its output channels when
@@ -182,6 +186,22 @@ enum IntRoute {
     Vnni,
 }
 
+/// Whether a dense conv at `level` runs on AMX tiles (`allowed` by the conv).
+fn amx_wanted(level: SimdLevel, allowed: bool) -> bool {
+    let f = cpu::features();
+    allowed && level.min(simd_level()) == SimdLevel::Avx512 && f.amx_int8 && f.avx512_vnni
+}
+
+/// Readable bytes an AMX route needs past the packed input: its last
+/// channel tile reads whole 16-block rows (zero weights meet them) and its
+/// input tiles up to 16 frames past a row.
+fn amx_slack(tiles: Tiles, cbs: usize, cb_stride: usize) -> usize {
+    match tiles {
+        Tiles::Amx => (cbs.div_ceil(16) * 16 - cbs) * cb_stride + 4 * AMX_T + 64,
+        Tiles::Vector => 0,
+    }
+}
+
 fn int_route(level: SimdLevel) -> IntRoute {
     match level.min(simd_level()) {
         SimdLevel::Avx512 if cpu::features().avx512_vnni => IntRoute::Vnni,
@@ -191,12 +211,62 @@ fn int_route(level: SimdLevel) -> IntRoute {
     }
 }
 
+/// Which register tiles the dense weights are packed for: one copy only
+/// (the weights are most of a model's memory), re-packed when the route changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tiles {
+    /// `[group][co block of MR][ci/4][k][MR][4]`: the VNNI/AVX2/scalar tiles.
+    Vector,
+    /// `[group][co block of 32][ci/64][k][2][16][64]`: AMX weight tiles
+    /// (16 output channels × 64 input channels each, 4-channel groups).
+    Amx,
+}
+
+impl Tiles {
+    /// Packed length for `groups` groups of `cog` outputs, `cbs` channel blocks, `k` taps.
+    fn len(self, groups: usize, cog: usize, cbs: usize, k: usize) -> usize {
+        match self {
+            Tiles::Vector => groups * cog.div_ceil(MR) * cbs * k * MR * 4,
+            Tiles::Amx => groups * cog.div_ceil(AMX_CO) * cbs.div_ceil(16) * k * AMX_CO * 64,
+        }
+    }
+
+    /// Index of weight (group `g`, local output `o`, input `ci`, tap) in the packing.
+    #[allow(clippy::too_many_arguments)]
+    fn index(
+        self,
+        g: usize,
+        o: usize,
+        ci: usize,
+        tap: usize,
+        cog: usize,
+        cbs: usize,
+        k: usize,
+    ) -> usize {
+        match self {
+            Tiles::Vector => {
+                let (blocks, b, r) = (cog.div_ceil(MR), o / MR, o % MR);
+                ((((g * blocks + b) * cbs + ci / 4) * k + tap) * MR + r) * 4 + ci % 4
+            }
+            Tiles::Amx => {
+                let (blocks, b, m) = (cog.div_ceil(AMX_CO), o / AMX_CO, o % AMX_CO);
+                let (kcs, kc, kk) = (cbs.div_ceil(16), ci / 64, ci % 64);
+                (((((g * blocks + b) * kcs + kc) * k + tap) * AMX_CO) + m) * 64 + kk
+            }
+        }
+    }
+}
+
 /// How the bound weights are laid out.
 #[derive(Debug, Clone)]
 enum Layout {
-    /// `[group][co block][ci/4][k][MR][4]` shifted i8 (zero-padded), with
+    /// Shifted i8 weights (zero-padded) in [`Tiles`] order, with
     /// `Σ_{ci,k} w` per output channel.
-    Dense { packed: Vec<i8>, wsum: Vec<i32> },
+    Dense {
+        packed: Vec<i8>,
+        wsum: Vec<i32>,
+        tiles: Tiles,
+    },
     /// `[c_out][k]` centered weights `w − zw`.
     Depthwise { centered: Vec<i32> },
 }
@@ -217,6 +287,8 @@ pub struct Conv1dInt8 {
     /// Per tap `k`: `k·d = q·s + r` as `(q, r)`.
     taps: Vec<(usize, usize)>,
     level: SimdLevel,
+    /// AMX allowed (see [`Conv1dInt8::set_amx`]).
+    amx: bool,
 }
 
 /// Reusable scratch for [`Conv1dInt8`]; sized once, shared by any number of convs.
@@ -347,26 +419,31 @@ impl Conv1dInt8 {
             }
             Layout::Depthwise { centered }
         } else {
-            let blocks = cog.div_ceil(MR);
-            let mut packed = vec![0i8; p.groups * blocks * cbs * k * MR * 4];
+            let tiles = if amx_wanted(simd_level(), true) {
+                Tiles::Amx
+            } else {
+                Tiles::Vector
+            };
+            let mut packed = vec![0i8; tiles.len(p.groups, cog, cbs, k)];
             let mut wsum = vec![0i32; p.c_out];
             for g in 0..p.groups {
                 for o in 0..cog {
                     let co = g * cog + o;
-                    let (b, r) = (o / MR, o % MR);
                     for ci in 0..cig {
                         for tap in 0..k {
                             let v = at(co, ci, tap);
-                            let idx = ((((g * blocks + b) * cbs + ci / 4) * k + tap) * MR + r) * 4
-                                + ci % 4;
                             // In range by construction: i8 as is, u8 − 128.
-                            packed[idx] = v as i8;
+                            packed[tiles.index(g, o, ci, tap, cog, cbs, k)] = v as i8;
                             wsum[co] = wsum[co].wrapping_add(v);
                         }
                     }
                 }
             }
-            Layout::Dense { packed, wsum }
+            Layout::Dense {
+                packed,
+                wsum,
+                tiles,
+            }
         };
         let taps = (0..k)
             .map(|tap| (tap * p.dilation / p.stride, tap * p.dilation % p.stride))
@@ -381,6 +458,7 @@ impl Conv1dInt8 {
             cbs,
             taps,
             level: simd_level(),
+            amx: true,
         })
     }
 
@@ -392,6 +470,55 @@ impl Conv1dInt8 {
     /// Choose the SIMD route (capped at what the CPU supports; default: the best).
     pub fn set_level(&mut self, level: SimdLevel) {
         self.level = level;
+        self.repack();
+    }
+
+    /// Allow AMX tiles at the AVX-512 level where the CPU has them (default:
+    /// on); off keeps the VNNI route (tests compare the two).
+    pub fn set_amx(&mut self, on: bool) {
+        self.amx = on;
+        self.repack();
+    }
+
+    /// Whether the dense route runs on AMX tiles.
+    pub fn uses_amx(&self) -> bool {
+        matches!(
+            self.layout,
+            Layout::Dense {
+                tiles: Tiles::Amx,
+                ..
+            }
+        )
+    }
+
+    /// Re-pack dense weights for the tiles the current route needs (the same
+    /// bytes, permuted; bind-time work).
+    fn repack(&mut self) {
+        let want = if amx_wanted(self.level, self.amx) {
+            Tiles::Amx
+        } else {
+            Tiles::Vector
+        };
+        let p = self.params;
+        let (cig, cog, k, cbs) = (p.c_in / p.groups, p.c_out / p.groups, p.kernel, self.cbs);
+        if let Layout::Dense { packed, tiles, .. } = &mut self.layout {
+            if *tiles == want {
+                return;
+            }
+            let mut out = vec![0i8; want.len(p.groups, cog, cbs, k)];
+            for g in 0..p.groups {
+                for o in 0..cog {
+                    for ci in 0..cig {
+                        for tap in 0..k {
+                            out[want.index(g, o, ci, tap, cog, cbs, k)] =
+                                packed[tiles.index(g, o, ci, tap, cog, cbs, k)];
+                        }
+                    }
+                }
+            }
+            *packed = out;
+            *tiles = want;
+        }
     }
 
     /// A workspace sized for inputs of up to `max_t_in` frames.
@@ -413,9 +540,13 @@ impl Conv1dInt8 {
         let p = &self.params;
         let t_out = out_len_padded(tp, p.span(), p.stride)?;
         grow(&mut ps.xpad, p.c_in * tp);
-        if let Layout::Dense { .. } = self.layout {
+        if let Layout::Dense { tiles, .. } = self.layout {
             let row = self.pack_row(tp, t_out);
-            grow(&mut ps.xpack, p.groups * self.cbs * p.stride * row * 4);
+            let cb_stride = p.stride * row * 4;
+            grow(
+                &mut ps.xpack,
+                p.groups * self.cbs * cb_stride + amx_slack(tiles, self.cbs, cb_stride),
+            );
             if self.any_zero {
                 grow(&mut ps.colsum, p.groups * tp);
             }
@@ -577,9 +708,11 @@ impl Conv1dInt8 {
             Layout::Depthwise { centered } => {
                 self.run_depthwise(pool, centered, &ps.xpad[..p.c_in * tp], tp, t_out, zx, sink)
             }
-            Layout::Dense { packed, wsum } => {
-                self.run_dense(pool, packed, wsum, ps, tp, t_out, zx, sink)
-            }
+            Layout::Dense {
+                packed,
+                wsum,
+                tiles,
+            } => self.run_dense(pool, packed, wsum, *tiles, ps, tp, t_out, zx, sink),
         }
     }
 
@@ -627,6 +760,7 @@ impl Conv1dInt8 {
         pool: &impl Fork,
         packed: &[i8],
         wsum: &[i32],
+        tiles: Tiles,
         ps: &mut PackScratch,
         tp: usize,
         t_out: usize,
@@ -697,7 +831,8 @@ impl Conv1dInt8 {
             conv: self,
             packed,
             wsum,
-            xpack: &ps.xpack[..p.groups * cbs * cb_stride],
+            // The AMX route's tiles read its slack too (see `amx_slack`).
+            xpack: &ps.xpack[..p.groups * cbs * cb_stride + amx_slack(tiles, cbs, cb_stride)],
             colsum: if self.any_zero { &ps.colsum[..] } else { &[] },
             tap_off: &ps.tap_off[..k],
             cb_stride,
@@ -711,7 +846,11 @@ impl Conv1dInt8 {
         // short inputs (a decoder's hundred frames) still give every lane
         // work. Integer sums are exact, so any split gives the same bits.
         let time_chunks = t_out.div_ceil(TIME_CHUNK);
-        let blocks = (p.c_out / p.groups).div_ceil(MR);
+        let co_block = match tiles {
+            Tiles::Amx => AMX_CO,
+            Tiles::Vector => MR,
+        };
+        let blocks = (p.c_out / p.groups).div_ceil(co_block);
         let parts = MIN_UNITS.div_ceil(time_chunks).clamp(1, blocks);
         let per_part = blocks.div_ceil(parts);
         let parts = blocks.div_ceil(per_part);
@@ -720,10 +859,14 @@ impl Conv1dInt8 {
                 let (tc, part) = (u / parts, u % parts);
                 let t0 = tc * TIME_CHUNK;
                 let b0 = part * per_part;
-                ctx.chunk(
+                let (frames, blocks) = (
                     t0..(t0 + TIME_CHUNK).min(t_out),
                     b0..(b0 + per_part).min(blocks),
                 );
+                match tiles {
+                    Tiles::Amx => ctx.chunk_amx(frames, blocks),
+                    Tiles::Vector => ctx.chunk(frames, blocks),
+                }
             }
         })?;
         Ok(())
@@ -916,6 +1059,102 @@ impl Dense<'_> {
     }
 }
 
+impl Dense<'_> {
+    /// As [`Dense::chunk`] on AMX tiles: blocks of [`AMX_CO`] output
+    /// channels × [`AMX_T`] frames, weights `[ci/64][k]` tile pairs.
+    fn chunk_amx(&self, frames: std::ops::Range<usize>, block_range: std::ops::Range<usize>) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let (t0, t1) = (frames.start, frames.end);
+            let p = &self.conv.params;
+            let (cig, cog, k, cbs) = (
+                p.c_in / p.groups,
+                p.c_out / p.groups,
+                p.kernel,
+                self.conv.cbs,
+            );
+            let kcs = cbs.div_ceil(16);
+            let blocks = cog.div_ceil(AMX_CO);
+            let wblock = kcs * k * AMX_CO * 64;
+            let n_taps = (cig * k) as i32;
+            let mut acc = x86::AmxAcc::default();
+            let mut window = [0i32; TIME_CHUNK];
+            let window = &mut window[..t1 - t0];
+            let max_off = self.tap_off.iter().max().copied().unwrap_or(0);
+            let cfg = x86::TileConfig::new();
+            // SAFETY: the route is chosen only where AMX-INT8 is detected and
+            // the OS granted the tile state (`cpu::features`).
+            unsafe { x86::amx_begin(&cfg) };
+            for g in 0..p.groups {
+                if self.conv.any_zero {
+                    let cs = &self.colsum[g * self.tp..(g + 1) * self.tp];
+                    for (i, w) in window.iter_mut().enumerate() {
+                        let base = (t0 + i) * p.stride;
+                        *w =
+                            (0..k).fold(0i32, |a, tap| a.wrapping_add(cs[base + tap * p.dilation]));
+                    }
+                }
+                let x = &self.xpack[g * cbs * self.cb_stride..];
+                for b in block_range.clone() {
+                    let rows = AMX_CO.min(cog - b * AMX_CO);
+                    let co0 = g * cog + b * AMX_CO;
+                    let w = &self.packed[(g * blocks + b) * wblock..(g * blocks + b + 1) * wblock];
+                    let mut t = t0;
+                    while t < t1 {
+                        let n = AMX_T.min(t1 - t);
+                        // Every input tile row read stays inside `x` (with its slack).
+                        assert!(
+                            x.len() >= (kcs * 16 - 1) * self.cb_stride + max_off + 4 * (t + AMX_T)
+                        );
+                        // SAFETY: reads checked above; `w` holds kcs·k tile pairs.
+                        unsafe {
+                            x86::tile_amx(
+                                x.as_ptr().add(4 * t),
+                                w.as_ptr(),
+                                kcs,
+                                self.cb_stride,
+                                self.tap_off,
+                                &mut acc,
+                            )
+                        };
+                        for (r, a) in acc.0.iter_mut().enumerate().take(rows) {
+                            let co = co0 + r;
+                            let zw = self.conv.zero[co];
+                            let base = n_taps
+                                .wrapping_mul(self.zx)
+                                .wrapping_mul(zw)
+                                .wrapping_sub(self.zx.wrapping_mul(self.wsum[co]));
+                            let win = self
+                                .conv
+                                .any_zero
+                                .then(|| (zw, &window[t - t0..t - t0 + n]));
+                            finish(
+                                IntRoute::Vnni,
+                                self.conv,
+                                co,
+                                &mut a[..n],
+                                base,
+                                win,
+                                self.sink,
+                                self.t_out,
+                                t,
+                            );
+                        }
+                        t += n;
+                    }
+                }
+            }
+            // SAFETY: as above; returns the tile state to its init state.
+            unsafe { x86::amx_end() };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (frames, block_range);
+            unreachable!("AMX tiles are packed only on x86-64");
+        }
+    }
+}
+
 /// `row = values` or, with `add`, `row += values` (the residual `Add`).
 #[inline(always)]
 fn store(row: &mut [f32], values: impl Iterator<Item = f32>, add: bool) {
@@ -1066,8 +1305,117 @@ fn quantize_slice(route: IntRoute, aq: ActivationQuant, x: &[f32], dst: &mut [u8
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Conv1dInt8, Sink, MR, TILE};
+    use super::{Conv1dInt8, Sink, AMX_CO, AMX_T, MR, TILE};
+    use std::arch::asm;
     use std::arch::x86_64::*;
+
+    /// `ldtilecfg`'s 64 bytes: palette 1, tiles 0–3 accumulators (16 × 16
+    /// i32), 4–5 weights (16 channels × 64 i8), 6–7 inputs (16 channel
+    /// groups × 16 frames × 4 u8); every tile 16 rows of 64 bytes.
+    #[repr(C, align(64))]
+    pub(super) struct TileConfig([u8; 64]);
+
+    impl TileConfig {
+        pub(super) fn new() -> Self {
+            let mut c = [0u8; 64];
+            c[0] = 1;
+            for t in 0..8 {
+                c[16 + 2 * t] = 64;
+                c[48 + t] = 16;
+            }
+            Self(c)
+        }
+    }
+
+    /// One AMX block's sums: `[AMX_CO channels][AMX_T frames]`.
+    #[repr(C, align(64))]
+    pub(super) struct AmxAcc(pub(super) [[i32; AMX_T]; AMX_CO]);
+
+    impl Default for AmxAcc {
+        fn default() -> Self {
+            Self([[0; AMX_T]; AMX_CO])
+        }
+    }
+
+    /// Load the tile configuration on this thread.
+    ///
+    /// # Safety
+    /// Needs AMX-TILE with the OS's permission for the tile state.
+    pub(super) unsafe fn amx_begin(cfg: &TileConfig) {
+        asm!("ldtilecfg [{}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly));
+    }
+
+    /// Release the tiles (the thread's tile state goes back to init, so
+    /// context switches stop saving it).
+    ///
+    /// # Safety
+    /// As [`amx_begin`].
+    pub(super) unsafe fn amx_end() {
+        asm!("tilerelease", options(nostack, nomem));
+    }
+
+    /// `acc[c][f] = Σ_{kc, tap} w · x` for 32 channels × 32 frames with
+    /// `tdpbsud` (i8 weights × u8 inputs → i32, wrapping as `vpdpbusd`).
+    ///
+    /// # Safety
+    /// Needs AMX-INT8 after [`amx_begin`]. `x` points at frame `t` of a
+    /// group's packed input: for every `kc < kcs`, `kr < 16`, `off` in
+    /// `tap_off`, bytes `x + (16·kc + kr)·cb_stride + off + 0..128` must be
+    /// readable; `w` must hold `kcs · taps` tile pairs of 2 KiB.
+    pub(super) unsafe fn tile_amx(
+        x: *const u8,
+        w: *const i8,
+        kcs: usize,
+        cb_stride: usize,
+        tap_off: &[usize],
+        acc: &mut AmxAcc,
+    ) {
+        asm!(
+            "tilezero tmm0",
+            "tilezero tmm1",
+            "tilezero tmm2",
+            "tilezero tmm3",
+            options(nostack, nomem)
+        );
+        let mut wp = w;
+        for kc in 0..kcs {
+            let xc = x.wrapping_add(16 * kc * cb_stride);
+            for &off in tap_off {
+                let b0 = xc.wrapping_add(off);
+                asm!(
+                    "tileloadd tmm4, [{a0} + {s64}*1]",
+                    "tileloadd tmm5, [{a1} + {s64}*1]",
+                    "tileloadd tmm6, [{b0} + {bs}*1]",
+                    "tileloadd tmm7, [{b1} + {bs}*1]",
+                    "tdpbsud tmm0, tmm4, tmm6",
+                    "tdpbsud tmm1, tmm4, tmm7",
+                    "tdpbsud tmm2, tmm5, tmm6",
+                    "tdpbsud tmm3, tmm5, tmm7",
+                    a0 = in(reg) wp,
+                    a1 = in(reg) wp.wrapping_add(1024),
+                    s64 = in(reg) 64usize,
+                    b0 = in(reg) b0,
+                    b1 = in(reg) b0.wrapping_add(64),
+                    bs = in(reg) cb_stride,
+                    options(nostack, readonly)
+                );
+                wp = wp.wrapping_add(2048);
+            }
+        }
+        let c = acc.0.as_mut_ptr() as *mut i32;
+        asm!(
+            "tilestored [{c0} + {s}*1], tmm0",
+            "tilestored [{c1} + {s}*1], tmm1",
+            "tilestored [{c2} + {s}*1], tmm2",
+            "tilestored [{c3} + {s}*1], tmm3",
+            c0 = in(reg) c,
+            c1 = in(reg) c.add(16),
+            c2 = in(reg) c.add(16 * AMX_T),
+            c3 = in(reg) c.add(16 * AMX_T + 16),
+            s = in(reg) 4 * AMX_T,
+            options(nostack)
+        );
+    }
 
     /// `MR × 16·NV` frames with `vpdpbusd` (u8 × i8 → i32, wrapping).
     ///
@@ -1326,17 +1674,22 @@ mod tests {
             let want_x = conv1d_int8_reference(&p, w.w(), &w.scales, &w.zps, bias, &x, t).unwrap();
             let pool = LanePool::new(2).unwrap();
             let mut conv = Conv1dInt8::new(p, w.w(), &w.scales, &w.zps, bias).unwrap();
-            for level in available_levels() {
+            // Every level, and the AVX-512 level with and without AMX tiles.
+            let routes = available_levels().into_iter().map(|l| (l, false))
+                .chain(crate::kernels::cpu::features().amx_int8.then_some((SimdLevel::Avx512, true)));
+            for (level, amx) in routes {
                 conv.set_level(level);
+                conv.set_amx(amx);
+                prop_assert_eq!(conv.uses_amx(), amx && p.c_in / p.groups > 1);
                 let mut ws = Conv1dInt8Workspace::new();
                 let mut got = vec![i32::MIN; want.len()];
                 conv.conv_integer(&pool, &xq, zx, t, &mut got, &mut ws).unwrap();
-                prop_assert_eq!(&got, &want, "{:?} level {:?}", p, level);
+                prop_assert_eq!(&got, &want, "{:?} level {:?} amx {}", p, level, amx);
                 let mut got_f = vec![f32::NAN; want.len()];
                 conv.forward_quantized(&pool, &xq, aq, t, &mut got_f, &mut ws).unwrap();
-                prop_assert_eq!(bits(&got_f), bits(&want_f), "{:?} level {:?}", p, level);
+                prop_assert_eq!(bits(&got_f), bits(&want_f), "{:?} level {:?} amx {}", p, level, amx);
                 conv.forward(&pool, &x, t, &mut got_f, &mut ws).unwrap();
-                prop_assert_eq!(bits(&got_f), bits(&want_x), "{:?} level {:?}", p, level);
+                prop_assert_eq!(bits(&got_f), bits(&want_x), "{:?} level {:?} amx {}", p, level, amx);
             }
         }
 
@@ -1403,6 +1756,50 @@ mod tests {
                     None => first = Some(bits(&out)),
                     Some(f) => assert_eq!(f, &bits(&out), "{p:?} threads {threads}"),
                 }
+            }
+        }
+    }
+
+    /// AMX blocks at the sizes the proptest's small shapes never reach:
+    /// several 64-channel tiles (a partial last one), several 32-channel
+    /// output blocks, time chunks, strides, groups and weight zero points.
+    #[test]
+    fn amx_route_equals_reference_at_model_sizes() {
+        if !crate::kernels::cpu::features().amx_int8 {
+            eprintln!("no AMX-INT8 here: the route is not taken");
+            return;
+        }
+        let pool = LanePool::new(2).unwrap();
+        for (p, t, signed) in [
+            (
+                Conv1dParams::new(130, 70, 3).dilation(2).padding(2, 2),
+                300,
+                false,
+            ),
+            (Conv1dParams::new(256, 64, 7).padding(3, 3), 200, true),
+            (
+                Conv1dParams::new(128, 96, 5).stride(2).groups(2),
+                257,
+                false,
+            ),
+            (
+                Conv1dParams::new(22, 40, 12).stride(6).padding(3, 3),
+                500,
+                true,
+            ),
+        ] {
+            let w = W::new(7, &p, signed, true);
+            let xq: Vec<u8> = rnd(9, p.c_in * t).iter().map(|v| (v % 256) as u8).collect();
+            let want = conv_integer_reference(&p, w.w(), &w.zps, &xq, 37, t).unwrap();
+            let mut conv = Conv1dInt8::new(p, w.w(), &w.scales, &w.zps, None).unwrap();
+            for amx in [true, false] {
+                conv.set_amx(amx);
+                assert_eq!(conv.uses_amx(), amx);
+                let mut ws = conv.workspace(t).unwrap();
+                let mut got = vec![i32::MIN; want.len()];
+                conv.conv_integer(&pool, &xq, 37, t, &mut got, &mut ws)
+                    .unwrap();
+                assert_eq!(got, want, "{p:?} amx {amx}");
             }
         }
     }

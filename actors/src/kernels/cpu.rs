@@ -4,8 +4,9 @@
 //! [`SimdLevel`] chosen at bind time) and never probe the CPU themselves. The
 //! microarchitecture levels come from pulp (`V3` = x86-64-v3: AVX2+FMA,
 //! `V4` = x86-64-v4: AVX-512 F/BW/CD/DQ/VL); the extensions pulp's levels do
-//! not cover (VNNI, BF16, FP16, F16C) from `is_x86_feature_detected!`. `VOXLANE_SIMD=scalar|avx2|avx512` caps the level, so CI machines
-//! and tests can force every fallback.
+//! not cover (VNNI, BF16, FP16, F16C) from `is_x86_feature_detected!`; AMX
+//! from CPUID, XCR0 and Linux's tile-state permission. `VOXLANE_SIMD=scalar|avx2|avx512`
+//! caps the level (`avx512`: no AMX), so CI machines and tests can force every fallback.
 
 use std::sync::OnceLock;
 
@@ -35,6 +36,8 @@ pub struct CpuFeatures {
     pub avx512_fp16: bool,
     /// F16C conversions.
     pub f16c: bool,
+    /// AMX-TILE + AMX-INT8 with the OS's permission for the tile state.
+    pub amx_int8: bool,
 }
 
 impl CpuFeatures {
@@ -49,6 +52,7 @@ impl CpuFeatures {
                 avx512_bf16: is_x86_feature_detected!("avx512bf16"),
                 avx512_fp16: is_x86_feature_detected!("avx512fp16"),
                 f16c: is_x86_feature_detected!("f16c"),
+                amx_int8: amx::detect(),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -81,11 +85,73 @@ pub fn features() -> &'static CpuFeatures {
                 f.avx512_vnni = false;
                 f.avx512_bf16 = false;
                 f.avx512_fp16 = false;
+                f.amx_int8 = false;
             }
+            Ok("avx512") => f.amx_int8 = false,
             _ => {}
         }
         f
     })
+}
+
+/// AMX detection: CPUID, the OS's XSAVE support, and Linux's per-process
+/// permission for the 8 KiB tile state (asked for once, here).
+#[cfg(target_arch = "x86_64")]
+mod amx {
+    use std::arch::asm;
+    use std::arch::x86_64::__cpuid_count;
+
+    pub(super) fn detect() -> bool {
+        let leaf7 = __cpuid_count(7, 0);
+        let (tile, int8) = ((leaf7.edx >> 24) & 1 == 1, (leaf7.edx >> 25) & 1 == 1);
+        let osxsave = (__cpuid_count(1, 0).ecx >> 27) & 1 == 1;
+        if !(tile && int8 && osxsave) {
+            return false;
+        }
+        let (lo, _hi): (u32, u32);
+        // SAFETY: OSXSAVE is set, so `xgetbv` with ECX = 0 is defined.
+        unsafe {
+            asm!("xgetbv", in("ecx") 0u32, out("eax") lo, out("edx") _hi, options(nomem, nostack))
+        };
+        // XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA).
+        (lo >> 17) & 3 == 3 && request_tile_state()
+    }
+
+    #[cfg(target_os = "linux")]
+    fn request_tile_state() -> bool {
+        // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): without it
+        // the first tile instruction raises SIGILL.
+        const SYS_ARCH_PRCTL: i64 = 158;
+        const ARCH_REQ_XCOMP_PERM: i64 = 0x1023;
+        const XFEATURE_XTILEDATA: i64 = 18;
+        let ret: i64;
+        // SAFETY: a plain syscall with integer arguments; it only changes
+        // this process's permitted XSAVE features.
+        unsafe {
+            asm!(
+                "syscall",
+                inlateout("rax") SYS_ARCH_PRCTL => ret,
+                in("rdi") ARCH_REQ_XCOMP_PERM,
+                in("rsi") XFEATURE_XTILEDATA,
+                lateout("rcx") _,
+                lateout("r11") _,
+                options(nostack)
+            )
+        };
+        ret == 0
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn request_tile_state() -> bool {
+        false
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod amx {
+    pub(super) fn detect() -> bool {
+        false
+    }
 }
 
 /// The SIMD level kernels use by default on this machine.
