@@ -43,6 +43,8 @@ pub const MR: usize = 6;
 const AMX_CO: usize = 32;
 /// Output frames per AMX block (two 16-column input tiles).
 const AMX_T: usize = 32;
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(AMX_CO == crate::kernels::amx::BLOCK && AMX_T == crate::kernels::amx::BLOCK);
 /// Output frames per parallel chunk (fixed: determinism).
 pub const TIME_CHUNK: usize = 128;
 /// Parallel units a dense conv aims for, splitting its output channels when
@@ -1077,14 +1079,13 @@ impl Dense<'_> {
             let blocks = cog.div_ceil(AMX_CO);
             let wblock = kcs * k * AMX_CO * 64;
             let n_taps = (cig * k) as i32;
-            let mut acc = x86::AmxAcc::default();
+            let mut acc = crate::kernels::amx::Acc::default();
             let mut window = [0i32; TIME_CHUNK];
             let window = &mut window[..t1 - t0];
             let max_off = self.tap_off.iter().max().copied().unwrap_or(0);
-            let cfg = x86::TileConfig::new();
             // SAFETY: the route is chosen only where AMX-INT8 is detected and
             // the OS granted the tile state (`cpu::features`).
-            unsafe { x86::amx_begin(&cfg) };
+            unsafe { crate::kernels::amx::begin() };
             for g in 0..p.groups {
                 if self.conv.any_zero {
                     let cs = &self.colsum[g * self.tp..(g + 1) * self.tp];
@@ -1145,7 +1146,7 @@ impl Dense<'_> {
                 }
             }
             // SAFETY: as above; returns the tile state to its init state.
-            unsafe { x86::amx_end() };
+            unsafe { crate::kernels::amx::end() };
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -1305,60 +1306,15 @@ fn quantize_slice(route: IntRoute, aq: ActivationQuant, x: &[f32], dst: &mut [u8
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Conv1dInt8, Sink, AMX_CO, AMX_T, MR, TILE};
-    use std::arch::asm;
+    use super::{Conv1dInt8, Sink, MR, TILE};
+    use crate::kernels::amx;
     use std::arch::x86_64::*;
 
-    /// `ldtilecfg`'s 64 bytes: palette 1, tiles 0–3 accumulators (16 × 16
-    /// i32), 4–5 weights (16 channels × 64 i8), 6–7 inputs (16 channel
-    /// groups × 16 frames × 4 u8); every tile 16 rows of 64 bytes.
-    #[repr(C, align(64))]
-    pub(super) struct TileConfig([u8; 64]);
-
-    impl TileConfig {
-        pub(super) fn new() -> Self {
-            let mut c = [0u8; 64];
-            c[0] = 1;
-            for t in 0..8 {
-                c[16 + 2 * t] = 64;
-                c[48 + t] = 16;
-            }
-            Self(c)
-        }
-    }
-
-    /// One AMX block's sums: `[AMX_CO channels][AMX_T frames]`.
-    #[repr(C, align(64))]
-    pub(super) struct AmxAcc(pub(super) [[i32; AMX_T]; AMX_CO]);
-
-    impl Default for AmxAcc {
-        fn default() -> Self {
-            Self([[0; AMX_T]; AMX_CO])
-        }
-    }
-
-    /// Load the tile configuration on this thread.
+    /// `acc[c][f] = Σ_{kc, tap} w · x` for 32 channels × 32 frames on AMX
+    /// tiles (i8 weights × u8 inputs).
     ///
     /// # Safety
-    /// Needs AMX-TILE with the OS's permission for the tile state.
-    pub(super) unsafe fn amx_begin(cfg: &TileConfig) {
-        asm!("ldtilecfg [{}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly));
-    }
-
-    /// Release the tiles (the thread's tile state goes back to init, so
-    /// context switches stop saving it).
-    ///
-    /// # Safety
-    /// As [`amx_begin`].
-    pub(super) unsafe fn amx_end() {
-        asm!("tilerelease", options(nostack, nomem));
-    }
-
-    /// `acc[c][f] = Σ_{kc, tap} w · x` for 32 channels × 32 frames with
-    /// `tdpbsud` (i8 weights × u8 inputs → i32, wrapping as `vpdpbusd`).
-    ///
-    /// # Safety
-    /// Needs AMX-INT8 after [`amx_begin`]. `x` points at frame `t` of a
+    /// Needs AMX-INT8 after [`amx::begin`]. `x` points at frame `t` of a
     /// group's packed input: for every `kc < kcs`, `kr < 16`, `off` in
     /// `tap_off`, bytes `x + (16·kc + kr)·cb_stride + off + 0..128` must be
     /// readable; `w` must hold `kcs · taps` tile pairs of 2 KiB.
@@ -1368,53 +1324,26 @@ mod x86 {
         kcs: usize,
         cb_stride: usize,
         tap_off: &[usize],
-        acc: &mut AmxAcc,
+        acc: &mut amx::Acc,
     ) {
-        asm!(
-            "tilezero tmm0",
-            "tilezero tmm1",
-            "tilezero tmm2",
-            "tilezero tmm3",
-            options(nostack, nomem)
-        );
+        amx::zero();
         let mut wp = w;
         for kc in 0..kcs {
             let xc = x.wrapping_add(16 * kc * cb_stride);
             for &off in tap_off {
                 let b0 = xc.wrapping_add(off);
-                asm!(
-                    "tileloadd tmm4, [{a0} + {s64}*1]",
-                    "tileloadd tmm5, [{a1} + {s64}*1]",
-                    "tileloadd tmm6, [{b0} + {bs}*1]",
-                    "tileloadd tmm7, [{b1} + {bs}*1]",
-                    "tdpbsud tmm0, tmm4, tmm6",
-                    "tdpbsud tmm1, tmm4, tmm7",
-                    "tdpbsud tmm2, tmm5, tmm6",
-                    "tdpbsud tmm3, tmm5, tmm7",
-                    a0 = in(reg) wp,
-                    a1 = in(reg) wp.wrapping_add(1024),
-                    s64 = in(reg) 64usize,
-                    b0 = in(reg) b0,
-                    b1 = in(reg) b0.wrapping_add(64),
-                    bs = in(reg) cb_stride,
-                    options(nostack, readonly)
+                amx::step_su(
+                    wp,
+                    wp.wrapping_add(1024),
+                    64,
+                    b0,
+                    b0.wrapping_add(64),
+                    cb_stride,
                 );
                 wp = wp.wrapping_add(2048);
             }
         }
-        let c = acc.0.as_mut_ptr() as *mut i32;
-        asm!(
-            "tilestored [{c0} + {s}*1], tmm0",
-            "tilestored [{c1} + {s}*1], tmm1",
-            "tilestored [{c2} + {s}*1], tmm2",
-            "tilestored [{c3} + {s}*1], tmm3",
-            c0 = in(reg) c,
-            c1 = in(reg) c.add(16),
-            c2 = in(reg) c.add(16 * AMX_T),
-            c3 = in(reg) c.add(16 * AMX_T + 16),
-            s = in(reg) 4 * AMX_T,
-            options(nostack)
-        );
+        amx::store(acc);
     }
 
     /// `MR × 16·NV` frames with `vpdpbusd` (u8 × i8 → i32, wrapping).

@@ -1,6 +1,8 @@
 //! Compute kernels, one module each: a readable scalar reference beside the
 //! SIMD routes chosen at runtime through [`cpu`].
 
+#[cfg(target_arch = "x86_64")]
+pub mod amx;
 pub mod attention;
 pub mod conv1d;
 pub mod conv1d_int8;

@@ -24,6 +24,8 @@ const TILE_B: usize = 4;
 const TILE_R: usize = 4;
 /// Output columns per parallel chunk (fixed: results never depend on the budget).
 const CHUNK_COLS: usize = NB * TILE_B;
+/// Rows and columns of one AMX block.
+const BLOCK_AMX: usize = 32;
 
 /// Weights packed for [`PackedInt8::gemm`].
 #[derive(Debug, Clone)]
@@ -43,6 +45,8 @@ pub struct PackedInt8 {
     scale: Vec<f32>,
     /// Whether the VNNI route is used (else the readable tile).
     vnni: bool,
+    /// Whether GEMMs run on AMX tiles (`kq` is then a multiple of 64).
+    amx: bool,
 }
 
 /// Scratch of [`PackedInt8::gemm`]: quantized activations and their row sums.
@@ -51,6 +55,12 @@ pub struct QGemmScratch {
     aq: Vec<u8>,
     padded: Vec<u8>,
     sums: Vec<i32>,
+}
+
+/// Whether this CPU runs GEMMs on AMX tiles.
+fn amx_available() -> bool {
+    let f = crate::kernels::cpu::features();
+    available() && f.amx_int8
 }
 
 /// Whether this CPU has the broadcast VNNI route.
@@ -91,7 +101,13 @@ impl PackedInt8 {
         per(scale.len(), "qgemm scales")?;
         per(zero.len(), "qgemm zero points")?;
         let at = |v: usize, i: usize| if v == 1 { 0 } else { i };
-        let kq = k.div_ceil(4) * 4;
+        // AMX steps take 64 bytes of K: pad K for them where they may run.
+        let amx = amx_available();
+        let kq = if amx {
+            k.div_ceil(64) * 64
+        } else {
+            k.div_ceil(4) * 4
+        };
         let np = n.div_ceil(CHUNK_COLS) * CHUNK_COLS;
         let mut data = vec![0i8; np * kq];
         let mut col_sums = vec![0i32; n];
@@ -122,7 +138,14 @@ impl PackedInt8 {
             zero,
             scale,
             vnni: available(),
+            amx,
         })
+    }
+
+    /// Allow the AMX route where the CPU has it (default: on); off keeps
+    /// the VNNI route (tests compare the two).
+    pub fn set_amx(&mut self, on: bool) {
+        self.amx = on && amx_available() && self.kq.is_multiple_of(64);
     }
 
     /// `out[m, n] = dequant(MatMulInteger(quant(x[m, k]), W)) (+ bias)`, x quantized as one tensor.
@@ -150,7 +173,13 @@ impl PackedInt8 {
         }
         let aq = quantize_activations(x, &mut scratch.aq[..m * k])?;
         scratch.padded.clear();
-        scratch.padded.resize(m * kq, 0);
+        // AMX reads whole 32-row blocks: the padding rows are zeros.
+        let rows = if self.amx {
+            m.div_ceil(BLOCK_AMX) * BLOCK_AMX
+        } else {
+            m
+        };
+        scratch.padded.resize(rows * kq, 0);
         scratch.sums.clear();
         for (r, row) in scratch.aq[..m * k].chunks_exact(k).enumerate() {
             scratch.padded[r * kq..r * kq + k].copy_from_slice(row);
@@ -173,6 +202,11 @@ impl PackedInt8 {
                     .wrapping_sub(za.wrapping_mul(self.col_sums[c]));
                 sc[j] = aq.scale * self.scale[c];
                 bb[j] = bias.map_or(0.0, |b| b[c]);
+            }
+            #[cfg(target_arch = "x86_64")]
+            if self.amx {
+                self.chunk_amx(a, m, c0, nc, sums, (&cc, &zw, &sc, bias.map(|_| &bb)), &dst);
+                return;
             }
             let consts = Epilogue {
                 cc: &cc[..nc],
@@ -197,6 +231,80 @@ impl PackedInt8 {
             }
         })?;
         Ok(())
+    }
+
+    /// One chunk of [`PackedInt8::gemm`] on AMX tiles: blocks of 32 rows ×
+    /// 32 columns, each K step 64 bytes of two row tiles × two column blocks
+    /// (the packed `[n/16][k/4][16][4]` blocks are AMX's B layout as they are).
+    #[cfg(target_arch = "x86_64")]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn chunk_amx(
+        &self,
+        a: &[u8],
+        m: usize,
+        c0: usize,
+        nc: usize,
+        sums: &[i32],
+        consts: (
+            &[i32; CHUNK_COLS],
+            &[i32; CHUNK_COLS],
+            &[f32; CHUNK_COLS],
+            Option<&[f32; CHUNK_COLS]>,
+        ),
+        dst: &Dst,
+    ) {
+        use crate::kernels::amx;
+        let (cc, zw, sc, bb) = consts;
+        let (kq, k4) = (self.kq, self.kq / 4);
+        let mut acc = amx::Acc::default();
+        // SAFETY: `amx` is set only where AMX-INT8 is detected and permitted.
+        unsafe { amx::begin() };
+        for j0 in (0..nc).step_by(BLOCK_AMX) {
+            let ncp = BLOCK_AMX.min(nc - j0);
+            let e = Epilogue {
+                cc: &cc[j0..j0 + ncp],
+                zw: &zw[j0..j0 + ncp],
+                sc: &sc[j0..j0 + ncp],
+                bias: bb.map(|b| &b[j0..j0 + ncp]),
+            };
+            let b = (c0 + j0) / NB;
+            // Two column blocks from `b`: inside the data, padded to whole chunks.
+            assert!(self.data.len() >= (b + 2) * k4 * NB * 4);
+            for r0 in (0..m).step_by(BLOCK_AMX) {
+                assert!(a.len() >= (r0 + BLOCK_AMX) * kq);
+                // SAFETY: both asserts above bound every tile row read.
+                unsafe {
+                    let ap = a.as_ptr().add(r0 * kq);
+                    let w0 = self.data.as_ptr().add(b * k4 * NB * 4);
+                    let w1 = w0.add(k4 * NB * 4);
+                    amx::zero();
+                    for kc in 0..kq / 64 {
+                        let (ao, wo) = (kc * 64, kc * 16 * NB * 4);
+                        amx::step_us(
+                            ap.add(ao),
+                            ap.add(16 * kq + ao),
+                            kq,
+                            w0.add(wo),
+                            w1.add(wo),
+                            NB * 4,
+                        );
+                    }
+                    amx::store(&mut acc);
+                }
+                for r in 0..BLOCK_AMX.min(m - r0) {
+                    // SAFETY: this chunk alone writes columns c0..c0+nc of every row.
+                    let y = unsafe {
+                        std::slice::from_raw_parts_mut(
+                            dst.get().add((r0 + r) * self.n + c0 + j0),
+                            ncp,
+                        )
+                    };
+                    self.finish_row(&acc.0[r][..ncp], sums[r0 + r], &e, y);
+                }
+            }
+        }
+        // SAFETY: as above.
+        unsafe { amx::end() };
     }
 
     /// [`PackedInt8::gemm`] of one row, serial and without bias, bit for bit:
@@ -483,6 +591,8 @@ mod tests {
             (9, 3, 17),
             (2, 256, 1040),
             (1, 5, 200),
+            (54, 768, 2048),
+            (70, 130, 100),
         ] {
             let w: Vec<i8> = (0..k * n).map(|i| ((i * 131 + 7) % 255) as i8).collect();
             let scale: Vec<f32> = (0..n).map(|i| 1e-3 + i as f32 * 1e-5).collect();
@@ -491,18 +601,15 @@ mod tests {
             let x: Vec<f32> = (0..m * k)
                 .map(|i| ((i * 7919) % 211) as f32 / 37.0 - 2.5)
                 .collect();
-            let packed = PackedInt8::new(k, n, &w, &scale, &zero).expect("pack");
+            let mut packed = PackedInt8::new(k, n, &w, &scale, &zero).expect("pack");
             let mut got = vec![0.0f32; m * n];
-            packed
-                .gemm(
-                    &pool,
-                    &x,
-                    m,
-                    Some(&bias),
-                    &mut got,
-                    &mut QGemmScratch::default(),
-                )
-                .expect("gemm");
+            let mut vector = vec![0.0f32; m * n];
+            for (amx, out) in [(false, &mut vector), (true, &mut got)] {
+                packed.set_amx(amx);
+                packed
+                    .gemm(&pool, &x, m, Some(&bias), out, &mut QGemmScratch::default())
+                    .expect("gemm");
+            }
             let wt = transpose(&w, k, n).expect("transpose");
             let zp: Vec<i32> = zero.iter().map(|&z| i32::from(z)).collect();
             let reference = Weights::int8(IntWeights::I8(&wt), n, k, &scale, &zp).expect("weights");
@@ -520,6 +627,7 @@ mod tests {
             .expect("matmul");
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&got), bits(&want), "m={m} k={k} n={n}");
+            assert_eq!(bits(&vector), bits(&want), "VNNI route: m={m} k={k} n={n}");
             // The one-row route equals the GEMM's row (without bias).
             let mut rows = vec![0.0f32; m * n];
             let mut scratch = QGemmScratch::default();
