@@ -3,7 +3,7 @@
 //! identical for every lane budget), and typed rejections.
 
 use voxlane_actors::kernels::matmul::{
-    bf16, f16, quantize_q8_0, reference, IntWeights, CHUNK_N, Q8_0_BLOCK,
+    bf16, f16, quantize_q4_0, quantize_q8_0, reference, IntWeights, CHUNK_N, Q8_0_BLOCK,
 };
 use voxlane_machines::kernel_matmul::{
     IntQuants, Matmul, MatmulKernel, MatmulLimits, MatmulParams, MatmulRequest, MatmulWeights,
@@ -19,13 +19,16 @@ const K: usize = 2 * Q8_0_BLOCK;
 const N: usize = 2 * CHUNK_N + 22;
 const MAX_M: usize = 9;
 
-const ROUTES: [&str; 5] = [
+const ROUTES: [&str; 6] = [
     "effect_pack_f32",
     "effect_pack_f16",
     "effect_pack_bf16",
     "effect_pack_q8_0",
     "effect_pack_int8",
+    "effect_pack_q4_0",
 ];
+/// The float-valued formats' routes (int8 is exact, tested on its own).
+const FLOAT_ROUTES: [usize; 5] = [0, 1, 2, 3, 5];
 
 fn data(len: usize, seed: u32) -> Vec<f32> {
     (0..len)
@@ -48,6 +51,7 @@ fn weights(route: usize) -> MatmulWeights {
         1 => MatmulWeights::F16(src.iter().map(|&v| f16::from_f32(v)).collect()),
         2 => MatmulWeights::Bf16(src.iter().map(|&v| bf16::from_f32(v)).collect()),
         3 => MatmulWeights::Q8_0(quantize_q8_0(&src, K).unwrap()),
+        5 => MatmulWeights::Q4_0(quantize_q4_0(&src, K).unwrap()),
         _ => MatmulWeights::Int8 {
             quants: IntQuants::U8(bytes(N * K, 4)),
             scales: data(N, 5).iter().map(|v| v.abs() * 0.01 + 1e-4).collect(),
@@ -72,6 +76,7 @@ fn dense(w: &MatmulWeights) -> Vec<f32> {
         MatmulWeights::F16(v) => v.iter().map(|h| h.to_f32()).collect(),
         MatmulWeights::Bf16(v) => v.iter().map(|h| h.to_f32()).collect(),
         MatmulWeights::Q8_0(b) => reference::dequantize_q8_0(b).unwrap(),
+        MatmulWeights::Q4_0(b) => reference::dequantize_q4_0(b).unwrap(),
         MatmulWeights::Int8 { .. } => unreachable!("not a float format"),
     }
 }
@@ -169,8 +174,8 @@ fn float_formats_match_the_reference_identically_for_every_budget() {
     // m = 1 (matvec), 3 (repeated matvec rows), 9 (tiled GEMM).
     for m in [1, 3, MAX_M] {
         let a = data(m * K, 7 + m as u32);
-        for (route, name) in ROUTES.iter().enumerate().take(4) {
-            let p = params(route);
+        for route in FLOAT_ROUTES {
+            let (p, name) = (params(route), ROUTES[route]);
             let w = dense(&p.weights);
             let want = reference::matmul_f32(&a, m, K, &w, N, p.bias.as_deref()).unwrap();
             let mag = reference::magnitudes(&a, m, K, &w, N);

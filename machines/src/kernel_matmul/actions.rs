@@ -85,6 +85,14 @@ pub fn effect_pack_q8_0(p: &MatmulParams) -> Result<PackedMatmul, KernelMachineE
     }
 }
 
+/// Split GGML q4_0 blocks into f32 scales and nibble bytes.
+pub fn effect_pack_q4_0(p: &MatmulParams) -> Result<PackedMatmul, KernelMachineError> {
+    match &p.weights {
+        MatmulWeights::Q4_0(bytes) => packed(p, Weights::q4_0_from_ggml(bytes, p.n, p.k)),
+        _ => Err(wrong_format("effect_pack_q4_0")),
+    }
+}
+
 /// Pad and shift the integer weights, precompute row sums, expand scales and zero points.
 pub fn effect_pack_int8(p: &MatmulParams) -> Result<PackedMatmul, KernelMachineError> {
     match &p.weights {

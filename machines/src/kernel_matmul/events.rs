@@ -37,6 +37,8 @@ pub enum MatmulWeights {
     Bf16(Vec<bf16>),
     /// GGML q8_0 bytes: `n * k / 32` blocks of 34 bytes (f16 scale, 32 × i8).
     Q8_0(Vec<u8>),
+    /// GGML q4_0 bytes: `n * k / 32` blocks of 18 bytes (f16 scale, 16 bytes of nibbles).
+    Q4_0(Vec<u8>),
     /// Integer weights with per-tensor (length 1) or per-channel (length `n`)
     /// scales and zero points (onnxruntime dynamic quantization).
     Int8 {

@@ -4,7 +4,7 @@
 use super::actions::PackedMatmul;
 use super::events::{IntQuants, MatmulLimits, MatmulParams, MatmulRequest, MatmulWeights};
 use crate::kernels::KernelMachineError;
-use voxlane_actors::kernels::matmul::{CHUNK_N, Q8_0_BLOCK, Q8_0_BLOCK_BYTES};
+use voxlane_actors::kernels::matmul::{CHUNK_N, Q4_0_BLOCK_BYTES, Q8_0_BLOCK, Q8_0_BLOCK_BYTES};
 
 /// Prepare route indices, in table order.
 pub mod route {
@@ -18,6 +18,8 @@ pub mod route {
     pub const Q8_0: usize = 3;
     /// int8/uint8 weights with scales and zero points.
     pub const INT8: usize = 4;
+    /// GGML q4_0 weights.
+    pub const Q4_0: usize = 5;
 }
 
 /// The prepare route of a weight format (ignoring whether it is consistent).
@@ -27,6 +29,7 @@ pub fn format_route(w: &MatmulWeights) -> usize {
         MatmulWeights::F16(_) => route::F16,
         MatmulWeights::Bf16(_) => route::BF16,
         MatmulWeights::Q8_0(_) => route::Q8_0,
+        MatmulWeights::Q4_0(_) => route::Q4_0,
         MatmulWeights::Int8 { .. } => route::INT8,
     }
 }
@@ -66,15 +69,24 @@ fn weights_problem(p: &MatmulParams, nk: usize) -> Option<String> {
         MatmulWeights::F32(w) => len_problem("f32 weights", w.len(), nk),
         MatmulWeights::F16(w) => len_problem("f16 weights", w.len(), nk),
         MatmulWeights::Bf16(w) => len_problem("bf16 weights", w.len(), nk),
-        MatmulWeights::Q8_0(bytes) if !p.k.is_multiple_of(Q8_0_BLOCK) => Some(format!(
-            "q8_0 needs k divisible by {Q8_0_BLOCK} (k = {}, {} bytes)",
-            p.k,
-            bytes.len()
-        )),
+        MatmulWeights::Q8_0(bytes) | MatmulWeights::Q4_0(bytes)
+            if !p.k.is_multiple_of(Q8_0_BLOCK) =>
+        {
+            Some(format!(
+                "block formats need k divisible by {Q8_0_BLOCK} (k = {}, {} bytes)",
+                p.k,
+                bytes.len()
+            ))
+        }
         MatmulWeights::Q8_0(bytes) => len_problem(
             "q8_0 bytes",
             bytes.len(),
             nk / Q8_0_BLOCK * Q8_0_BLOCK_BYTES,
+        ),
+        MatmulWeights::Q4_0(bytes) => len_problem(
+            "q4_0 bytes",
+            bytes.len(),
+            nk / Q8_0_BLOCK * Q4_0_BLOCK_BYTES,
         ),
         MatmulWeights::Int8 {
             quants,
@@ -122,6 +134,11 @@ pub fn guard_weights_q8_0(p: &MatmulParams) -> bool {
     consistent_as(p, route::Q8_0)
 }
 
+/// Consistent q4_0 weights (k a multiple of 32, whole blocks).
+pub fn guard_weights_q4_0(p: &MatmulParams) -> bool {
+    consistent_as(p, route::Q4_0)
+}
+
 /// Consistent int8/uint8 weights (scales and zero points per tensor or per channel).
 pub fn guard_weights_int8(p: &MatmulParams) -> bool {
     consistent_as(p, route::INT8)
@@ -129,12 +146,13 @@ pub fn guard_weights_int8(p: &MatmulParams) -> bool {
 
 /// The prepare route `p` takes, in table order, or `None` if no guard holds.
 pub fn prepare_route(p: &MatmulParams) -> Option<usize> {
-    let guards: [fn(&MatmulParams) -> bool; 5] = [
+    let guards: [fn(&MatmulParams) -> bool; 6] = [
         guard_weights_f32,
         guard_weights_f16,
         guard_weights_bf16,
         guard_weights_q8_0,
         guard_weights_int8,
+        guard_weights_q4_0,
     ];
     guards.iter().position(|g| g(p))
 }

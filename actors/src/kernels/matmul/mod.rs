@@ -28,7 +28,9 @@ use voxlane_runtime::Fork;
 
 pub use self::half::HalfKind;
 pub use self::int8::{quantize_activations, ActivationQuant, IntWeights};
-pub use self::q8_0::{quantize_q8_0, Q8_0_BLOCK, Q8_0_BLOCK_BYTES};
+pub use self::q8_0::{
+    quantize_q4_0, quantize_q8_0, Q4_0_BLOCK_BYTES, Q8_0_BLOCK, Q8_0_BLOCK_BYTES,
+};
 /// The half-precision element types [`Weights::f16`] and [`Weights::bf16`] take.
 pub use ::half::{bf16, f16};
 
@@ -49,6 +51,8 @@ pub enum WeightFormat {
     Bf16,
     /// GGML q8_0: blocks of 32 int8 with one f16 scale, value `d * q`.
     Q8_0,
+    /// GGML q4_0: blocks of 32 nibbles with one f16 scale, value `d * (q − 8)`.
+    Q4_0,
     /// Integer weights with per-output-channel scale and zero point (onnxruntime dynamic quantization).
     Int8,
 }
@@ -132,6 +136,25 @@ impl Weights {
         })
     }
 
+    /// Prepare GGML `q4_0` bytes (`N·K/32` blocks of 18 bytes: f16 scale, 16 bytes of nibbles), rows of K.
+    pub fn q4_0_from_ggml(bytes: &[u8], n: usize, k: usize) -> Result<Self, KernelError> {
+        check_dims(n, k)?;
+        let packed = self::q8_0::Q8Weights::from_ggml_q4(bytes, n, k)?;
+        Ok(Self {
+            n,
+            k,
+            packed: Packed::Q8_0(packed),
+        })
+    }
+
+    /// Quantize f32 `w[N,K]` to `q4_0` as GGML's reference quantizer does, then prepare it.
+    pub fn q4_0_from_f32(w: &[f32], n: usize, k: usize) -> Result<Self, KernelError> {
+        check_dims(n, k)?;
+        check_len("q4_0 source weights", n * k, w.len())?;
+        let bytes = quantize_q4_0(w, k)?;
+        Self::q4_0_from_ggml(&bytes, n, k)
+    }
+
     /// Quantize f32 `w[N,K]` to `q8_0` exactly as GGML's reference quantizer does, then prepare it.
     pub fn q8_0_from_f32(w: &[f32], n: usize, k: usize) -> Result<Self, KernelError> {
         check_dims(n, k)?;
@@ -178,6 +201,7 @@ impl Weights {
                 HalfKind::F16 => WeightFormat::F16,
                 HalfKind::Bf16 => WeightFormat::Bf16,
             },
+            Packed::Q8_0(q) if q.q4 => WeightFormat::Q4_0,
             Packed::Q8_0(_) => WeightFormat::Q8_0,
             Packed::Int8(_) => WeightFormat::Int8,
         }

@@ -1,9 +1,12 @@
-//! GGML `q8_0` weights: blocks of 32 int8 values with one f16 scale `d`,
-//! value `d * q`. Activations stay f32 (weight-only quantization).
+//! GGML block-quantized weights: `q8_0` (blocks of 32 int8 values with one
+//! f16 scale `d`, value `d * q`) and `q4_0` (32 values as 16 bytes of
+//! nibbles, value `d * (q − 8)`; byte `j` holds values `j` and `16 + j`).
+//! Activations stay f32 (weight-only quantization). Both run the same
+//! kernels: only the widening of a block's two 16-value halves differs.
 //!
-//! Packing splits GGML's 34-byte blocks into a dense `i8` matrix and an f32
-//! scale per block (f16 → f32 is exact), so SIMD loads are plain and aligned
-//! to the row.
+//! Packing splits GGML's blocks into a dense quant matrix and an f32 scale
+//! per block (f16 → f32 is exact), so SIMD loads are plain and aligned to
+//! the row.
 //!
 //! Accumulation order (every route reproduces it bit for bit): for block `b`
 //! and lane `j` (0..16), `s = x[32b+j]·q[32b+j]`, then
@@ -21,14 +24,18 @@ use voxlane_runtime::Fork;
 pub const Q8_0_BLOCK: usize = 32;
 /// Bytes per GGML q8_0 block (f16 scale + 32 × i8).
 pub const Q8_0_BLOCK_BYTES: usize = 34;
+/// Bytes per GGML q4_0 block (f16 scale + 16 bytes of nibbles).
+pub const Q4_0_BLOCK_BYTES: usize = 18;
 
-/// Packed q8_0 weights.
+/// Packed q8_0 or q4_0 weights.
 #[derive(Debug, Clone)]
 pub(super) struct Q8Weights {
     /// `N × K/32` scales, row-major.
     pub(super) scales: Vec<f32>,
-    /// `N × K` quants, row-major.
-    pub(super) quants: Vec<i8>,
+    /// `N` rows of quants: `K` i8 (q8_0) or `K/2` nibble bytes (q4_0).
+    pub(super) quants: Vec<u8>,
+    /// q4_0 nibbles (else q8_0 bytes).
+    pub(super) q4: bool,
 }
 
 fn check_k(k: usize) -> Result<(), KernelError> {
@@ -50,10 +57,86 @@ impl Q8Weights {
         let mut quants = Vec::with_capacity(n * k);
         for blk in bytes.chunks_exact(Q8_0_BLOCK_BYTES) {
             scales.push(::half::f16::from_bits(u16::from_le_bytes([blk[0], blk[1]])).to_f32());
-            quants.extend(blk[2..].iter().map(|&b| b as i8));
+            quants.extend_from_slice(&blk[2..]);
         }
-        Ok(Self { scales, quants })
+        Ok(Self {
+            scales,
+            quants,
+            q4: false,
+        })
     }
+
+    pub(super) fn from_ggml_q4(bytes: &[u8], n: usize, k: usize) -> Result<Self, KernelError> {
+        check_k(k)?;
+        let blocks = n * k / Q8_0_BLOCK;
+        check_len("q4_0 bytes", blocks * Q4_0_BLOCK_BYTES, bytes.len())?;
+        let mut scales = Vec::with_capacity(blocks);
+        let mut quants = Vec::with_capacity(n * k / 2);
+        for blk in bytes.chunks_exact(Q4_0_BLOCK_BYTES) {
+            scales.push(::half::f16::from_bits(u16::from_le_bytes([blk[0], blk[1]])).to_f32());
+            quants.extend_from_slice(&blk[2..]);
+        }
+        Ok(Self {
+            scales,
+            quants,
+            q4: true,
+        })
+    }
+
+    /// Quant bytes per row of `k` values.
+    fn row_bytes(&self, k: usize) -> usize {
+        if self.q4 {
+            k / 2
+        } else {
+            k
+        }
+    }
+}
+
+/// Value `j` (0..32) of the block at `q`: `q8_0` bytes or `q4_0` nibbles (`− 8`).
+#[inline(always)]
+fn value<const Q4: bool>(q: &[u8], j: usize) -> f32 {
+    if Q4 {
+        let b = q[j % 16];
+        let nib = if j < 16 { b & 0xF } else { b >> 4 };
+        (i32::from(nib) - 8) as f32
+    } else {
+        f32::from(q[j] as i8)
+    }
+}
+
+/// Quant bytes per block.
+const fn block_bytes<const Q4: bool>() -> usize {
+    if Q4 {
+        16
+    } else {
+        32
+    }
+}
+
+/// Quantize row-major f32 rows of length `k` to GGML q4_0 bytes (GGML's
+/// reference quantizer: `d = v / −8` for the value `v` of largest magnitude,
+/// `q = min(15, trunc(x / d + 8.5))`).
+pub fn quantize_q4_0(w: &[f32], k: usize) -> Result<Vec<u8>, KernelError> {
+    check_k(k)?;
+    if k == 0 || !w.len().is_multiple_of(k) {
+        return Err(KernelError::Param {
+            what: "q4_0 source",
+            detail: format!("{} values are not whole rows of {k}", w.len()),
+        });
+    }
+    let mut out = Vec::with_capacity(w.len() / Q8_0_BLOCK * Q4_0_BLOCK_BYTES);
+    for blk in w.chunks_exact(Q8_0_BLOCK) {
+        let max = blk
+            .iter()
+            .fold(0.0f32, |m, &v| if v.abs() > m.abs() { v } else { m });
+        let d = max / -8.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        out.extend_from_slice(&::half::f16::from_f32(d).to_bits().to_le_bytes());
+        let q = |v: f32| ((v * id + 8.5) as i32).clamp(0, 15) as u8;
+        out.extend((0..16).map(|j| q(blk[j]) | (q(blk[j + 16]) << 4)));
+    }
+    Ok(out)
 }
 
 /// Quantize row-major f32 rows of length `k` to GGML q8_0 bytes (GGML's reference quantizer).
@@ -78,16 +161,16 @@ pub fn quantize_q8_0(w: &[f32], k: usize) -> Result<Vec<u8>, KernelError> {
 }
 
 /// Scalar form of the block order above for one row.
-fn dot_scalar(x: &[f32], q: &[i8], d: &[f32]) -> f32 {
+fn dot_scalar<const Q4: bool>(x: &[f32], q: &[u8], d: &[f32]) -> f32 {
     let mut acc = [0.0f32; LANES];
     for ((xb, qb), &db) in x
         .chunks_exact(Q8_0_BLOCK)
-        .zip(q.chunks_exact(Q8_0_BLOCK))
+        .zip(q.chunks_exact(block_bytes::<Q4>()))
         .zip(d)
     {
         for j in 0..LANES {
-            let s = xb[j] * qb[j] as f32;
-            let s = xb[j + 16].mul_add(qb[j + 16] as f32, s);
+            let s = xb[j] * value::<Q4>(qb, j);
+            let s = xb[j + 16].mul_add(value::<Q4>(qb, j + 16), s);
             acc[j] = db.mul_add(s, acc[j]);
         }
     }
@@ -95,25 +178,34 @@ fn dot_scalar(x: &[f32], q: &[i8], d: &[f32]) -> f32 {
 }
 
 fn rows(level: SimdLevel, x: &[f32], w: &Q8Weights, n0: usize, y: &mut [f32]) {
+    if w.q4 {
+        rows_of::<true>(level, x, w, n0, y)
+    } else {
+        rows_of::<false>(level, x, w, n0, y)
+    }
+}
+
+fn rows_of<const Q4: bool>(level: SimdLevel, x: &[f32], w: &Q8Weights, n0: usize, y: &mut [f32]) {
     let k = x.len();
-    let nb = k / Q8_0_BLOCK;
-    let q = &w.quants[n0 * k..(n0 + y.len()) * k];
+    let (nb, kr) = (k / Q8_0_BLOCK, w.row_bytes(k));
+    let q = &w.quants[n0 * kr..(n0 + y.len()) * kr];
     let d = &w.scales[n0 * nb..(n0 + y.len()) * nb];
     match level {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is capped at the detected features; shapes checked by the caller.
-        SimdLevel::Avx512 => unsafe { x86::rows_avx512(x, q, d, y) },
+        SimdLevel::Avx512 => unsafe { x86::rows_avx512::<Q4>(x, q, d, y) },
         #[cfg(target_arch = "x86_64")]
         SimdLevel::Avx2 => {
             for (r, out) in y.iter_mut().enumerate() {
                 // SAFETY: as above.
-                *out =
-                    unsafe { x86::dot_avx2(x, &q[r * k..(r + 1) * k], &d[r * nb..(r + 1) * nb]) };
+                *out = unsafe {
+                    x86::dot_avx2::<Q4>(x, &q[r * kr..(r + 1) * kr], &d[r * nb..(r + 1) * nb])
+                };
             }
         }
         _ => {
             for (r, out) in y.iter_mut().enumerate() {
-                *out = dot_scalar(x, &q[r * k..(r + 1) * k], &d[r * nb..(r + 1) * nb]);
+                *out = dot_scalar::<Q4>(x, &q[r * kr..(r + 1) * kr], &d[r * nb..(r + 1) * nb]);
             }
         }
     }
@@ -134,19 +226,40 @@ fn rows_multi(
     ldy: usize,
 ) {
     let k = xs.len() / m;
-    let nb = k / Q8_0_BLOCK;
-    let q = &w.quants[n0 * k..(n0 + n) * k];
+    let (nb, kr) = (k / Q8_0_BLOCK, w.row_bytes(k));
+    let q = &w.quants[n0 * kr..(n0 + n) * kr];
     let d = &w.scales[n0 * nb..(n0 + n) * nb];
-    match (level.min(cpu::simd_level()), m) {
+    match (level.min(cpu::simd_level()), m, w.q4) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is capped by the detected features; shapes checked by the caller.
-        (SimdLevel::Avx512, 2) => unsafe { x86::rows_multi_avx512::<2>(xs, k, q, d, y, ldy, n) },
+        (SimdLevel::Avx512, 2, false) => unsafe {
+            x86::rows_multi_avx512::<2, false>(xs, k, q, d, y, ldy, n)
+        },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
-        (SimdLevel::Avx512, 3) => unsafe { x86::rows_multi_avx512::<3>(xs, k, q, d, y, ldy, n) },
+        (SimdLevel::Avx512, 3, false) => unsafe {
+            x86::rows_multi_avx512::<3, false>(xs, k, q, d, y, ldy, n)
+        },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
-        (SimdLevel::Avx512, 4) => unsafe { x86::rows_multi_avx512::<4>(xs, k, q, d, y, ldy, n) },
+        (SimdLevel::Avx512, 4, false) => unsafe {
+            x86::rows_multi_avx512::<4, false>(xs, k, q, d, y, ldy, n)
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        (SimdLevel::Avx512, 2, true) => unsafe {
+            x86::rows_multi_avx512::<2, true>(xs, k, q, d, y, ldy, n)
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        (SimdLevel::Avx512, 3, true) => unsafe {
+            x86::rows_multi_avx512::<3, true>(xs, k, q, d, y, ldy, n)
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        (SimdLevel::Avx512, 4, true) => unsafe {
+            x86::rows_multi_avx512::<4, true>(xs, k, q, d, y, ldy, n)
+        },
         _ => {
             for j in 0..m {
                 rows(
@@ -168,13 +281,19 @@ fn decode_tile(
     (n0, nr, k0, kb): (usize, usize, usize, usize),
     dst: &mut [f32],
 ) {
-    let nb = k / Q8_0_BLOCK;
+    let (nb, kr, bb) = (k / Q8_0_BLOCK, w.row_bytes(k), w.row_bytes(Q8_0_BLOCK));
     for r in 0..nr {
         let row = n0 + r;
-        let q = &w.quants[row * k + k0..row * k + k0 + kb];
         let out = &mut dst[r * kb..(r + 1) * kb];
-        for (i, (o, &qv)) in out.iter_mut().zip(q).enumerate() {
-            *o = w.scales[row * nb + (k0 + i) / Q8_0_BLOCK] * qv as f32;
+        for (i, o) in out.iter_mut().enumerate() {
+            let (b, j) = ((k0 + i) / Q8_0_BLOCK, (k0 + i) % Q8_0_BLOCK);
+            let q = &w.quants[row * kr + b * bb..row * kr + (b + 1) * bb];
+            let v = if w.q4 {
+                value::<true>(q, j)
+            } else {
+                value::<false>(q, j)
+            };
+            *o = w.scales[row * nb + b] * v;
         }
     }
 }
@@ -211,18 +330,39 @@ mod x86 {
     use crate::kernels::f32_matvec::x86::{reduce_avx2, reduce_avx512};
     use std::arch::x86_64::*;
 
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]
-    unsafe fn q16(p: *const i8) -> __m512 {
-        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p as *const __m128i)))
+    use super::block_bytes;
+
+    /// A block's two halves (values 0..16, 16..32) widened to f32.
+    #[inline(always)]
+    unsafe fn halves<const Q4: bool>(p: *const u8) -> (__m512, __m512) {
+        if Q4 {
+            let b = _mm512_cvtepu8_epi32(_mm_loadu_si128(p as *const __m128i));
+            let eight = _mm512_set1_epi32(8);
+            let lo = _mm512_sub_epi32(_mm512_and_si512(b, _mm512_set1_epi32(0xF)), eight);
+            let hi = _mm512_sub_epi32(_mm512_srli_epi32::<4>(b), eight);
+            (_mm512_cvtepi32_ps(lo), _mm512_cvtepi32_ps(hi))
+        } else {
+            let w = |o: usize| {
+                _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+                    p.add(o) as *const __m128i
+                )))
+            };
+            (w(0), w(16))
+        }
     }
 
     /// One block of one row: `acc = fma(d, x0·q[0..16] ⊕ x1·q[16..32], acc)`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]
-    unsafe fn block(x0: __m512, x1: __m512, q: *const i8, d: f32, acc: __m512) -> __m512 {
-        let s = _mm512_mul_ps(x0, q16(q));
-        let s = _mm512_fmadd_ps(x1, q16(q.add(16)), s);
+    #[inline(always)]
+    unsafe fn block<const Q4: bool>(
+        x0: __m512,
+        x1: __m512,
+        q: *const u8,
+        d: f32,
+        acc: __m512,
+    ) -> __m512 {
+        let (w0, w1) = halves::<Q4>(q);
+        let s = _mm512_mul_ps(x0, w0);
+        let s = _mm512_fmadd_ps(x1, w1, s);
         _mm512_fmadd_ps(_mm512_set1_ps(d), s, acc)
     }
 
@@ -231,15 +371,21 @@ mod x86 {
     /// # Safety
     /// Needs AVX-512F/BW/VL/DQ; `x.len()` a multiple of 32, `q`/`d` hold `y.len()` rows.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]
-    pub(super) unsafe fn rows_avx512(x: &[f32], q: &[i8], d: &[f32], y: &mut [f32]) {
+    pub(super) unsafe fn rows_avx512<const Q4: bool>(
+        x: &[f32],
+        q: &[u8],
+        d: &[f32],
+        y: &mut [f32],
+    ) {
         let k = x.len();
         let nb = k / 32;
+        let (bb, kr) = (block_bytes::<Q4>(), nb * block_bytes::<Q4>());
         let xp = x.as_ptr();
         let n = y.len();
         let mut r = 0;
         while r + 4 <= n {
-            let q0 = q.as_ptr().add(r * k);
-            let (q1, q2, q3) = (q0.add(k), q0.add(2 * k), q0.add(3 * k));
+            let q0 = q.as_ptr().add(r * kr);
+            let (q1, q2, q3) = (q0.add(kr), q0.add(2 * kr), q0.add(3 * kr));
             let d0 = &d[r * nb..(r + 4) * nb];
             let mut a0 = _mm512_setzero_ps();
             let mut a1 = _mm512_setzero_ps();
@@ -247,12 +393,12 @@ mod x86 {
             let mut a3 = _mm512_setzero_ps();
             for b in 0..nb {
                 let o = b * 32;
-                let x0 = _mm512_loadu_ps(xp.add(o));
-                let x1 = _mm512_loadu_ps(xp.add(o + 16));
-                a0 = block(x0, x1, q0.add(o), d0[b], a0);
-                a1 = block(x0, x1, q1.add(o), d0[nb + b], a1);
-                a2 = block(x0, x1, q2.add(o), d0[2 * nb + b], a2);
-                a3 = block(x0, x1, q3.add(o), d0[3 * nb + b], a3);
+                let (x0, x1) = (_mm512_loadu_ps(xp.add(o)), _mm512_loadu_ps(xp.add(o + 16)));
+                let qo = b * bb;
+                a0 = block::<Q4>(x0, x1, q0.add(qo), d0[b], a0);
+                a1 = block::<Q4>(x0, x1, q1.add(qo), d0[nb + b], a1);
+                a2 = block::<Q4>(x0, x1, q2.add(qo), d0[2 * nb + b], a2);
+                a3 = block::<Q4>(x0, x1, q3.add(qo), d0[3 * nb + b], a3);
             }
             y[r] = reduce_avx512(a0);
             y[r + 1] = reduce_avx512(a1);
@@ -261,13 +407,13 @@ mod x86 {
             r += 4;
         }
         while r < n {
-            let q0 = q.as_ptr().add(r * k);
+            let q0 = q.as_ptr().add(r * kr);
             let mut a0 = _mm512_setzero_ps();
             for b in 0..nb {
                 let o = b * 32;
                 let x0 = _mm512_loadu_ps(xp.add(o));
                 let x1 = _mm512_loadu_ps(xp.add(o + 16));
-                a0 = block(x0, x1, q0.add(o), d[r * nb + b], a0);
+                a0 = block::<Q4>(x0, x1, q0.add(b * bb), d[r * nb + b], a0);
             }
             y[r] = reduce_avx512(a0);
             r += 1;
@@ -281,27 +427,31 @@ mod x86 {
     /// Needs AVX-512F/BW/VL/DQ; `xs` holds `M` rows of `k` (a multiple of
     /// 32), `q`/`d` hold `n` weight rows, `y` rows of `ldy ≥ n` for `M` rows.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]
-    pub(super) unsafe fn rows_multi_avx512<const M: usize>(
+    pub(super) unsafe fn rows_multi_avx512<const M: usize, const Q4: bool>(
         xs: &[f32],
         k: usize,
-        q: &[i8],
+        q: &[u8],
         d: &[f32],
         y: &mut [f32],
         ldy: usize,
         n: usize,
     ) {
         let nb = k / 32;
+        let (bb, kr) = (block_bytes::<Q4>(), nb * block_bytes::<Q4>());
         let xp = xs.as_ptr();
         let mut r = 0;
         while r + 4 <= n {
-            let qp: [*const i8; 4] = std::array::from_fn(|i| q.as_ptr().add((r + i) * k));
+            let qp: [*const u8; 4] = std::array::from_fn(|i| q.as_ptr().add((r + i) * kr));
             let dr: [&[f32]; 4] = std::array::from_fn(|i| &d[(r + i) * nb..(r + i + 1) * nb]);
             let mut acc = [[_mm512_setzero_ps(); 4]; M];
             #[allow(clippy::needless_range_loop)]
             for b in 0..nb {
                 let o = b * 32;
-                let w0: [__m512; 4] = std::array::from_fn(|i| q16(qp[i].add(o)));
-                let w1: [__m512; 4] = std::array::from_fn(|i| q16(qp[i].add(o + 16)));
+                let mut w0 = [_mm512_setzero_ps(); 4];
+                let mut w1 = [_mm512_setzero_ps(); 4];
+                for i in 0..4 {
+                    (w0[i], w1[i]) = halves::<Q4>(qp[i].add(b * bb));
+                }
                 for (j, aj) in acc.iter_mut().enumerate() {
                     let x0 = _mm512_loadu_ps(xp.add(j * k + o));
                     let x1 = _mm512_loadu_ps(xp.add(j * k + o + 16));
@@ -322,9 +472,9 @@ mod x86 {
         }
         if r < n {
             for j in 0..M {
-                rows_avx512(
+                rows_avx512::<Q4>(
                     &xs[j * k..(j + 1) * k],
-                    &q[r * k..n * k],
+                    &q[r * kr..n * kr],
                     &d[r * nb..n * nb],
                     &mut y[j * ldy + r..j * ldy + n],
                 );
@@ -332,10 +482,22 @@ mod x86 {
         }
     }
 
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn q8(p: *const i8) -> __m256 {
-        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(p as *const __m128i)))
+    /// Values `o..o+8` (`o` in 0, 8, 16, 24) of the block at `p`, widened to f32.
+    #[inline(always)]
+    unsafe fn q8<const Q4: bool>(p: *const u8, o: usize) -> __m256 {
+        if Q4 {
+            let b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(p.add(o % 16) as *const __m128i));
+            let nib = if o < 16 {
+                _mm256_and_si256(b, _mm256_set1_epi32(0xF))
+            } else {
+                _mm256_srli_epi32::<4>(b)
+            };
+            _mm256_cvtepi32_ps(_mm256_sub_epi32(nib, _mm256_set1_epi32(8)))
+        } else {
+            _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(
+                p.add(o) as *const __m128i
+            )))
+        }
     }
 
     /// One row in the block order, lanes 0..8 and 8..16 in two registers.
@@ -343,19 +505,20 @@ mod x86 {
     /// # Safety
     /// Needs AVX2+FMA; `x.len()` a multiple of 32, `q.len() >= x.len()`, `d` one scale per block.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn dot_avx2(x: &[f32], q: &[i8], d: &[f32]) -> f32 {
+    pub(super) unsafe fn dot_avx2<const Q4: bool>(x: &[f32], q: &[u8], d: &[f32]) -> f32 {
         let nb = x.len() / 32;
         let (xp, qp) = (x.as_ptr(), q.as_ptr());
         let mut lo = _mm256_setzero_ps();
         let mut hi = _mm256_setzero_ps();
         for (b, &db) in d.iter().enumerate().take(nb) {
             let o = b * 32;
+            let qb = qp.add(b * block_bytes::<Q4>());
             let dv = _mm256_set1_ps(db);
-            let s = _mm256_mul_ps(_mm256_loadu_ps(xp.add(o)), q8(qp.add(o)));
-            let s = _mm256_fmadd_ps(_mm256_loadu_ps(xp.add(o + 16)), q8(qp.add(o + 16)), s);
+            let s = _mm256_mul_ps(_mm256_loadu_ps(xp.add(o)), q8::<Q4>(qb, 0));
+            let s = _mm256_fmadd_ps(_mm256_loadu_ps(xp.add(o + 16)), q8::<Q4>(qb, 16), s);
             lo = _mm256_fmadd_ps(dv, s, lo);
-            let s = _mm256_mul_ps(_mm256_loadu_ps(xp.add(o + 8)), q8(qp.add(o + 8)));
-            let s = _mm256_fmadd_ps(_mm256_loadu_ps(xp.add(o + 24)), q8(qp.add(o + 24)), s);
+            let s = _mm256_mul_ps(_mm256_loadu_ps(xp.add(o + 8)), q8::<Q4>(qb, 8));
+            let s = _mm256_fmadd_ps(_mm256_loadu_ps(xp.add(o + 24)), q8::<Q4>(qb, 24), s);
             hi = _mm256_fmadd_ps(dv, s, hi);
         }
         reduce_avx2(lo, hi)

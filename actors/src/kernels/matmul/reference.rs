@@ -2,7 +2,7 @@
 //! source weights so a packing mistake cannot hide in both sides of a test.
 
 use super::int8::ActivationQuant;
-use super::{IntWeights, Q8_0_BLOCK, Q8_0_BLOCK_BYTES};
+use super::{IntWeights, Q4_0_BLOCK_BYTES, Q8_0_BLOCK, Q8_0_BLOCK_BYTES};
 use crate::kernels::error::{check_len, KernelError};
 
 /// `C = A·Wᵀ (+ bias)` with f64 accumulation, rounded once to f32.
@@ -58,6 +58,25 @@ pub fn dequantize_q8_0(bytes: &[u8]) -> Result<Vec<f32>, KernelError> {
     for blk in bytes.chunks_exact(Q8_0_BLOCK_BYTES) {
         let d = ::half::f16::from_le_bytes([blk[0], blk[1]]).to_f32();
         out.extend(blk[2..].iter().map(|&q| d * (q as i8) as f32));
+    }
+    Ok(out)
+}
+
+/// Dequantize GGML q4_0 bytes (18 per block: f16 scale, 16 bytes holding
+/// values `j` and `16 + j` as low and high nibbles, minus 8).
+pub fn dequantize_q4_0(bytes: &[u8]) -> Result<Vec<f32>, KernelError> {
+    if !bytes.len().is_multiple_of(Q4_0_BLOCK_BYTES) {
+        return Err(KernelError::Param {
+            what: "q4_0 bytes",
+            detail: format!("{} is not a whole number of blocks", bytes.len()),
+        });
+    }
+    let mut out = Vec::with_capacity(bytes.len() / Q4_0_BLOCK_BYTES * Q8_0_BLOCK);
+    for blk in bytes.chunks_exact(Q4_0_BLOCK_BYTES) {
+        let d = ::half::f16::from_le_bytes([blk[0], blk[1]]).to_f32();
+        let q = &blk[2..];
+        out.extend(q.iter().map(|&b| d * (i32::from(b & 0xF) - 8) as f32));
+        out.extend(q.iter().map(|&b| d * (i32::from(b >> 4) - 8) as f32));
     }
     Ok(out)
 }

@@ -32,6 +32,11 @@ fn float_weights(format: WeightFormat, seed: u64, n: usize, k: usize) -> (Weight
             let dense = reference::dequantize_q8_0(&bytes).unwrap();
             (Weights::q8_0_from_ggml(&bytes, n, k).unwrap(), dense)
         }
+        WeightFormat::Q4_0 => {
+            let bytes = quantize_q4_0(&src, k).unwrap();
+            let dense = reference::dequantize_q4_0(&bytes).unwrap();
+            (Weights::q4_0_from_ggml(&bytes, n, k).unwrap(), dense)
+        }
         WeightFormat::Int8 => unreachable!("not a float format"),
     }
 }
@@ -40,11 +45,12 @@ fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
-const FLOATS: [WeightFormat; 4] = [
+const FLOATS: [WeightFormat; 5] = [
     WeightFormat::F32,
     WeightFormat::F16,
     WeightFormat::Bf16,
     WeightFormat::Q8_0,
+    WeightFormat::Q4_0,
 ];
 
 fn check_float(format: WeightFormat, m: usize, n: usize, k: usize, with_bias: bool, seed: u64) {
@@ -142,12 +148,18 @@ proptest! {
     }
 
     #[test]
+    fn q4_0_matches_reference(m in 1usize..10, n in 1usize..90, blocks in 1usize..9,
+                              bias in any::<bool>(), seed in any::<u64>()) {
+        check_float(WeightFormat::Q4_0, m, n, blocks * Q8_0_BLOCK, bias, seed);
+    }
+
+    #[test]
     fn streaming_m_rows_equal_their_own_matvecs(m in 2usize..17, n in 1usize..90,
                                                 blocks in 1usize..9, seed in any::<u64>()) {
         // Grouped small-M routes (streaming frames) give each row the bits of
         // its m = 1 matvec, for f32 and q8_0 weights.
         let k = blocks * Q8_0_BLOCK;
-        for format in [WeightFormat::F32, WeightFormat::Q8_0] {
+        for format in [WeightFormat::F32, WeightFormat::Q8_0, WeightFormat::Q4_0] {
             let (w, _) = float_weights(format, seed, n, k);
             let a = rnd_vec(seed ^ 0x77, m * k);
             let pool = LanePool::new(2).unwrap();
@@ -189,6 +201,7 @@ fn edge_shapes() {
         check_int8(m, n, k, false, false, 43);
     }
     check_float(WeightFormat::Q8_0, 7, 70, 32 * 20, true, 42);
+    check_float(WeightFormat::Q4_0, 7, 70, 32 * 20, true, 42);
 }
 
 #[test]
@@ -245,6 +258,27 @@ fn q8_0_quantizer_matches_ggml_rules() {
 }
 
 #[test]
+fn q4_0_quantizer_matches_ggml_rules() {
+    let mut row = vec![0.0f32; 32];
+    row[0] = 0.5;
+    row[1] = -0.8; // largest magnitude: d = −0.8 / −8 = 0.1
+    row[16] = 0.24;
+    row[17] = -0.06;
+    let bytes = quantize_q4_0(&row, 32).unwrap();
+    assert_eq!(bytes.len(), Q4_0_BLOCK_BYTES);
+    let d = f16::from_le_bytes([bytes[0], bytes[1]]);
+    assert_eq!(d, f16::from_f32(0.1));
+    // trunc(x/d + 8.5), at most 15: 0.5 → 13, −0.8 → 0, 0 → 8; 0.24 → 10, −0.06 → 7.
+    assert_eq!(bytes[2], 13 | (10 << 4));
+    assert_eq!(bytes[3], (7 << 4));
+    assert_eq!(bytes[4], 8 | (8 << 4));
+    let back = reference::dequantize_q4_0(&bytes).unwrap();
+    assert_eq!(back[0], 5.0 * d.to_f32());
+    assert_eq!(back[1], -8.0 * d.to_f32());
+    assert_eq!(back[17], -d.to_f32());
+}
+
+#[test]
 fn transpose_roundtrip() {
     let src: Vec<u8> = (0..12).collect();
     let t = transpose(&src, 3, 4).unwrap();
@@ -294,6 +328,7 @@ fn bench_matvec(n: usize, k: usize) {
         ("f16", Weights::f16(&f, n, k).unwrap()),
         ("bf16", Weights::bf16(&h, n, k).unwrap()),
         ("q8_0", Weights::q8_0_from_f32(&src, n, k).unwrap()),
+        ("q4_0", Weights::q4_0_from_f32(&src, n, k).unwrap()),
         (
             "int8",
             Weights::int8(IntWeights::U8(&raw), n, k, &[0.01], &[128]).unwrap(),

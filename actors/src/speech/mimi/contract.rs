@@ -48,6 +48,8 @@ impl TensorRoute {
             WeightFormat::F16 | WeightFormat::Bf16 => 2 * n,
             // 32 int8 values + one f16 scale per block.
             WeightFormat::Q8_0 => self.shape[0] * self.shape[1].div_ceil(32) * 34,
+            // 32 nibbles + one f16 scale per block.
+            WeightFormat::Q4_0 => self.shape[0] * self.shape[1].div_ceil(32) * 18,
             WeightFormat::Int8 => n,
         }
     }
