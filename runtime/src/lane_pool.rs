@@ -361,6 +361,16 @@ impl LanePool {
         }
         job.work();
         if job.max_helpers > 0 {
+            // Helpers finish their last chunk within microseconds: spin for
+            // them before parking, since a futex sleep and wake-up costs as
+            // much as a small kernel call (measured: a 0.18 ms conv ran no
+            // faster on 2 lanes than on 1). Correctness still comes from the
+            // wait under the lock below.
+            let mut spins = 0;
+            while job.helpers.load(Ordering::Acquire) > 0 && spins < SPIN_ROUNDS {
+                std::hint::spin_loop();
+                spins += 1;
+            }
             let mut board = lock(&self.shared.board);
             board.jobs.retain(|p| *p != ptr);
             while job.helpers.load(Ordering::Relaxed) > 0 {
@@ -485,7 +495,7 @@ fn worker_loop(shared: &Shared) {
         drop(board);
         job.work();
         let board = lock(&shared.board);
-        job.helpers.fetch_sub(1, Ordering::Relaxed);
+        job.helpers.fetch_sub(1, Ordering::Release);
         let waiting = shared.joiners.load(Ordering::Relaxed) > 0;
         drop(board);
         if waiting {
