@@ -32,6 +32,9 @@ use voxlane_runtime::Fork;
 /// Output frames per block (bounds the im2col scratch of long batch calls).
 const BLOCK_T: usize = 64;
 
+/// Values per parallel chunk of a step's history copy.
+const COPY_CHUNK: usize = 1 << 14;
+
 /// Streaming steps with at most this many output frames take the matmul route
 /// (official shapes: SEANet decoder 25 → 15 ms/frame against a limit of 4; none at 128).
 pub const MATMUL_MAX_FRAMES: usize = 16;
@@ -277,18 +280,30 @@ impl CausalConv {
         let tc = hist + t;
         grow(&mut sc.cat, self.c_in * tc);
         let cat = &mut sc.cat[..self.c_in * tc];
-        for ci in 0..self.c_in {
-            let row = &mut cat[ci * tc..(ci + 1) * tc];
-            let src = &x[ci * t..(ci + 1) * t];
-            let prev = &mut st.prev[ci * hist..(ci + 1) * hist];
-            if st.first && self.replicate {
+        if st.first && self.replicate {
+            for (prev, src) in st.prev.chunks_exact_mut(hist).zip(x.chunks_exact(t)) {
                 prev.fill(src[0]);
             }
-            row[..hist].copy_from_slice(prev);
-            row[hist..].copy_from_slice(src);
-            prev.copy_from_slice(&row[t..]);
         }
         st.first = false;
+        // Rows `[history | x]`, then the new history (each row's last
+        // `hist` frames), on the lanes: whole rows per chunk.
+        let rows = (COPY_CHUNK / tc).max(1);
+        let prev = &st.prev;
+        pool.for_each_chunk_mut(cat, rows * tc, |i, chunk| {
+            for (r, row) in chunk.chunks_exact_mut(tc).enumerate() {
+                let ci = i * rows + r;
+                row[..hist].copy_from_slice(&prev[ci * hist..(ci + 1) * hist]);
+                row[hist..].copy_from_slice(&x[ci * t..(ci + 1) * t]);
+            }
+        })?;
+        let cat = &*cat;
+        pool.for_each_chunk_mut(&mut st.prev, rows * hist, |i, chunk| {
+            for (r, p) in chunk.chunks_exact_mut(hist).enumerate() {
+                let ci = i * rows + r;
+                p.copy_from_slice(&cat[ci * tc + t..(ci + 1) * tc]);
+            }
+        })?;
         let cat = std::mem::take(&mut sc.cat);
         let r = self.run(pool, &cat[..self.c_in * tc], tc, out, sc);
         sc.cat = cat;

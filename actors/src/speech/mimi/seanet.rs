@@ -236,6 +236,47 @@ fn par_elu(pool: &impl Fork, level: SimdLevel, x: &mut [f32], alpha: f32) -> Res
     Ok(())
 }
 
+/// `dst = elu(src)` on the lanes (the copy and the activation in one pass).
+fn par_elu_into(
+    pool: &impl Fork,
+    level: SimdLevel,
+    src: &[f32],
+    dst: &mut [f32],
+    alpha: f32,
+) -> Result<(), MimiError> {
+    pool.for_each_chunk_mut(dst, ELU_CHUNK, |i, c| {
+        c.copy_from_slice(&src[i * ELU_CHUNK..i * ELU_CHUNK + c.len()]);
+        elu(level, c, alpha)
+    })?;
+    Ok(())
+}
+
+/// `a[i] = b[i] + a[i]` (`shortcut`: `a = s + b`, `s` given) on the lanes.
+fn par_residual(
+    pool: &impl Fork,
+    a: &mut [f32],
+    b: &[f32],
+    shortcut: Option<&[f32]>,
+) -> Result<(), MimiError> {
+    pool.for_each_chunk_mut(a, ELU_CHUNK, |i, c| {
+        let o = i * ELU_CHUNK;
+        let v = &b[o..o + c.len()];
+        match shortcut {
+            Some(s) => {
+                for ((x, u), v) in c.iter_mut().zip(&s[o..o + v.len()]).zip(v) {
+                    *x = u + v;
+                }
+            }
+            None => {
+                for (x, v) in c.iter_mut().zip(v) {
+                    *x += v;
+                }
+            }
+        }
+    })?;
+    Ok(())
+}
+
 /// A bound block.
 #[derive(Debug, Clone)]
 enum Op {
@@ -555,23 +596,16 @@ impl Seanet {
                     } = &**r;
                     let n = c * t;
                     let hn = conv1.c_out() * t;
-                    h1[..n].copy_from_slice(&a[..n]);
-                    par_elu(pool, level, &mut h1[..n], self.alpha)?;
+                    par_elu_into(pool, level, &a[..n], &mut h1[..n], self.alpha)?;
                     conv1.step(pool, s1, &h1[..n], t, &mut h2[..hn], sc)?;
                     par_elu(pool, level, &mut h2[..hn], self.alpha)?;
                     conv2.step(pool, s2, &h2[..hn], t, &mut h1[..n], sc)?;
                     match (shortcut, s3) {
                         (Some(k), Some(s3)) => {
                             k.step(pool, s3, &a[..n], t, &mut h2[..n], sc)?;
-                            for ((o, u), v) in a[..n].iter_mut().zip(&h2[..n]).zip(&h1[..n]) {
-                                *o = u + v;
-                            }
+                            par_residual(pool, &mut a[..n], &h1[..n], Some(&h2[..n]))?;
                         }
-                        _ => {
-                            for (o, v) in a[..n].iter_mut().zip(&h1[..n]) {
-                                *o += v;
-                            }
-                        }
+                        _ => par_residual(pool, &mut a[..n], &h1[..n], None)?,
                     }
                 }
                 _ => {
