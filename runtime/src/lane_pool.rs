@@ -69,6 +69,20 @@ impl PoolOptions {
     }
 }
 
+/// The `i`-th of `n` chunks in claim order: consecutive claims half the
+/// range apart (0, h, 1, h + 1, …, h = ⌈n/2⌉). Lanes claim in order, and two
+/// lanes writing neighbouring chunks at once bounce the cache line at their
+/// boundary between cores, in every row a chunk spans (measured: a 0.14 ms
+/// conv at 2 lanes took 0.11 ms with its chunks apart; Kokoro's first audio
+/// at 2 lanes 67 → 61 ms). A bijection on `0..n`: every chunk runs once.
+pub fn apart(i: usize, n: usize) -> usize {
+    if i.is_multiple_of(2) {
+        i / 2
+    } else {
+        n.div_ceil(2) + i / 2
+    }
+}
+
 /// The lanes of one fork: run `f(i)` for every `i < n`.
 ///
 /// `Fork` is implemented by [`LanePool`] (the full budget) and [`SubPool`]
@@ -80,20 +94,23 @@ pub trait Fork: Sync {
     /// Run `f(i)` for `i in 0..n` across at most `threads()` threads; returns once all ran.
     fn fork(&self, n: usize, f: &(dyn Fn(usize) + Sync)) -> Result<(), LaneError>;
 
-    /// Run `f` over `0..len` split into fixed `chunk`-sized ranges (the last may be shorter).
+    /// Run `f` over `0..len` split into fixed `chunk`-sized ranges (the last
+    /// may be shorter), claimed [`apart`].
     fn for_each_chunk<F>(&self, len: usize, chunk: usize, f: F) -> Result<(), LaneError>
     where
         F: Fn(Range<usize>) + Sync,
         Self: Sized,
     {
         let chunk = chunk.max(1);
-        self.fork(len.div_ceil(chunk), &|i| {
-            let start = i * chunk;
+        let n = len.div_ceil(chunk);
+        self.fork(n, &|i| {
+            let start = apart(i, n) * chunk;
             f(start..(start + chunk).min(len))
         })
     }
 
-    /// Run `f(chunk_index, chunk)` over disjoint `chunk`-sized pieces of `data`.
+    /// Run `f(chunk_index, chunk)` over disjoint `chunk`-sized pieces of
+    /// `data`, claimed [`apart`].
     fn for_each_chunk_mut<T, F>(&self, data: &mut [T], chunk: usize, f: F) -> Result<(), LaneError>
     where
         T: Send,
@@ -102,8 +119,10 @@ pub trait Fork: Sync {
     {
         let chunk = chunk.max(1);
         let len = data.len();
+        let n = len.div_ceil(chunk);
         let base = SendPtr(data.as_mut_ptr());
-        self.fork(len.div_ceil(chunk), &|i| {
+        self.fork(n, &|i| {
+            let i = apart(i, n);
             let start = i * chunk;
             let end = (start + chunk).min(len);
             // SAFETY: chunk index `i` is claimed exactly once, so the ranges are
@@ -508,6 +527,18 @@ fn worker_loop(shared: &Shared) {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn apart_is_a_bijection() {
+        for n in 1..40 {
+            let mut seen = vec![false; n];
+            for i in 0..n {
+                let j = apart(i, n);
+                assert!(j < n && !seen[j], "n={n} i={i} -> {j}");
+                seen[j] = true;
+            }
+        }
+    }
 
     #[test]
     fn zero_threads_is_an_error() {
