@@ -556,18 +556,22 @@ impl Conv1d {
             Route::Phase(inner) => {
                 let (s, q) = (p.stride, inner.params.kernel);
                 let u = t_out + q - 1;
-                let phase = &mut scratch.phase[..];
-                for ci in 0..p.c_in {
-                    let src = &xpad[ci * tp..(ci + 1) * tp];
-                    for r in 0..s {
-                        let dst = &mut phase[(ci * s + r) * u..(ci * s + r + 1) * u];
-                        // Frames past the input only meet zero weights.
-                        dst.fill(0.0);
-                        for (d, x) in dst.iter_mut().zip(src.iter().skip(r).step_by(s)) {
-                            *d = *x;
+                // Input rows split into their phases on the lanes (a copy).
+                let rows = (PAD_CHUNK / (s * u).max(1)).max(1);
+                let phase = &mut scratch.phase[..p.c_in * s * u];
+                pool.for_each_chunk_mut(phase, rows * s * u, |i, chunk| {
+                    for (j, block) in chunk.chunks_exact_mut(s * u).enumerate() {
+                        let ci = i * rows + j;
+                        let src = &xpad[ci * tp..(ci + 1) * tp];
+                        for (r, dst) in block.chunks_exact_mut(u).enumerate() {
+                            // Frames past the input only meet zero weights.
+                            dst.fill(0.0);
+                            for (d, x) in dst.iter_mut().zip(src.iter().skip(r).step_by(s)) {
+                                *d = *x;
+                            }
                         }
                     }
-                }
+                })?;
                 inner.run_direct(pool, &scratch.phase, u, t_out, out)
             }
         }

@@ -87,6 +87,20 @@ fn project(w: &[f32], x: &[f32], y: &mut [f32]) {
     }
 }
 
+/// Output rows per lane chunk of [`par_project`].
+const PROJECT_ROWS: usize = 64;
+
+/// [`project`] with its output rows split over the lanes (each row's sum as
+/// in [`project`], so the same bits).
+fn par_project(pool: &impl Fork, w: &[f32], x: &[f32], y: &mut [f32]) -> Result<(), MimiError> {
+    let k = x.len();
+    pool.for_each_chunk_mut(y, PROJECT_ROWS, |i, ys| {
+        let r0 = i * PROJECT_ROWS;
+        project(&w[r0 * k..(r0 + ys.len()) * k], x, ys);
+    })?;
+    Ok(())
+}
+
 impl Rvq {
     fn new(
         q: &QuantizerConfig,
@@ -136,7 +150,7 @@ impl Rvq {
         dots: &mut [f32],
         mm: &mut MatmulWorkspace,
     ) -> Result<(), MimiError> {
-        project(&self.input_proj, x, residual);
+        par_project(pool, &self.input_proj, x, residual)?;
         let parts = self.codebooks.iter().zip(&self.norms).zip(&self.approx);
         for (((cb, norms), approx), code) in parts.zip(codes.iter_mut()) {
             let r: &[f32] = residual;
