@@ -194,7 +194,8 @@ fn quantized_latent_matches_pytorch() {
     let want = read_npy(fixture("latent.npy")).unwrap();
     assert_eq!(want.shape, vec![1, cfg.seanet.dimension, codes.frames]);
     let mut got = vec![0.0; cfg.seanet.dimension * codes.frames];
-    q.decode(&codes.data, codes.frames, &mut got, &mut q.scratch())
+    let pool = LanePool::new(2).unwrap();
+    q.decode(&pool, &codes.data, codes.frames, &mut got, &mut q.scratch())
         .unwrap();
     let err = max_abs_diff(&got, &want.to_f32());
     eprintln!("quantized latent: max abs error {err:e}");

@@ -510,18 +510,36 @@ impl CausalConvTr {
                 }
             }
         }
+        // Per row: add the carried overlap, emit the first `n` frames, carry
+        // the rest (less the bias, added again next step); rows on the lanes.
         let n = t * s;
-        for co in 0..self.c_out {
-            let row = &mut full[co * lf..(co + 1) * lf];
-            let carry = &mut partial[co * pt..(co + 1) * pt];
-            for (r, c) in row.iter_mut().zip(carry.iter()) {
-                *r += c;
+        let rows = (COPY_CHUNK / lf).max(1);
+        let carried = &*partial;
+        pool.for_each_chunk_mut(full, rows * lf, |i, chunk| {
+            for (j, row) in chunk.chunks_exact_mut(lf).enumerate() {
+                let co = i * rows + j;
+                for (r, c) in row.iter_mut().zip(&carried[co * pt..(co + 1) * pt]) {
+                    *r += c;
+                }
             }
-            out[co * n..(co + 1) * n].copy_from_slice(&row[..n]);
-            let b = self.bias.as_ref().map_or(0.0, |b| b[co]);
-            for (c, r) in carry.iter_mut().zip(&row[n..]) {
-                *c = r - b;
+        })?;
+        let full = &*full;
+        pool.for_each_chunk_mut(&mut out[..self.c_out * n], rows * n, |i, chunk| {
+            for (j, o) in chunk.chunks_exact_mut(n).enumerate() {
+                let co = i * rows + j;
+                o.copy_from_slice(&full[co * lf..co * lf + n]);
             }
+        })?;
+        if pt > 0 {
+            pool.for_each_chunk_mut(partial, rows * pt, |i, chunk| {
+                for (j, carry) in chunk.chunks_exact_mut(pt).enumerate() {
+                    let co = i * rows + j;
+                    let b = self.bias.as_ref().map_or(0.0, |b| b[co]);
+                    for (c, r) in carry.iter_mut().zip(&full[co * lf + n..(co + 1) * lf]) {
+                        *c = r - b;
+                    }
+                }
+            })?;
         }
         Ok(())
     }

@@ -374,8 +374,13 @@ impl MimiModel {
         let dim = self.cfg.seanet.dimension;
         let steps = frames * self.steps_per_frame();
         let n = dim * steps;
-        self.quantizer
-            .decode(codes, frames, &mut st.lat[..dim * frames], &mut st.qsc)?;
+        self.quantizer.decode(
+            pool,
+            codes,
+            frames,
+            &mut st.lat[..dim * frames],
+            &mut st.qsc,
+        )?;
         match (&self.upsample, &mut st.up) {
             (Some(u), Some(p)) => u.step(
                 pool,

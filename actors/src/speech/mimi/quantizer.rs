@@ -164,13 +164,20 @@ impl Rvq {
     }
 
     /// Sum of the codebook vectors of `codes`, projected: `out[output_dimension]`.
-    fn decode(&self, dim: usize, codes: &[u32], sum: &mut [f32], out: &mut [f32]) {
+    fn decode(
+        &self,
+        pool: &impl Fork,
+        dim: usize,
+        codes: &[u32],
+        sum: &mut [f32],
+        out: &mut [f32],
+    ) -> Result<(), MimiError> {
         sum.fill(0.0);
         for (cb, &c) in self.codebooks.iter().zip(codes) {
             let e = &cb[c as usize * dim..(c as usize + 1) * dim];
             sum.iter_mut().zip(e).for_each(|(s, v)| *s += v);
         }
-        project(&self.output_proj, sum, out);
+        par_project(pool, &self.output_proj, sum, out)
     }
 }
 
@@ -315,6 +322,7 @@ impl Quantizer {
     /// Latent `out: [output_dimension, t]` of `codes: [K, t]` (codebook-major).
     pub fn decode(
         &self,
+        pool: &impl Fork,
         codes: &[u32],
         t: usize,
         out: &mut [f32],
@@ -350,9 +358,9 @@ impl Quantizer {
             }
             let col = &mut sc.col[..od];
             self.first
-                .decode(q.dimension, &frame[..nf], &mut sc.sum, col);
+                .decode(pool, q.dimension, &frame[..nf], &mut sc.sum, col)?;
             self.rest
-                .decode(q.dimension, &frame[nf..], &mut sc.sum, &mut sc.out);
+                .decode(pool, q.dimension, &frame[nf..], &mut sc.sum, &mut sc.out)?;
             for (ch, (a, b)) in col.iter().zip(&sc.out).enumerate() {
                 out[ch * t + ti] = a + b;
             }
