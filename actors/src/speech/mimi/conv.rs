@@ -332,7 +332,7 @@ impl CausalConv {
             let tb = BLOCK_T.min(t_out - t0);
             // im2col `[tb, c_in·k]`: frame r holds x[ci, (t0 + r)·s + j·d] at ci·k + j.
             let cols = &mut sc.cols[..tb * kk];
-            for (r, row) in cols.chunks_exact_mut(kk).enumerate() {
+            pool.for_each_chunk_mut(cols, kk, |r, row| {
                 let at = (t0 + r) * s;
                 for (ci, taps) in row.chunks_exact_mut(k).enumerate() {
                     let src = &xp[ci * tp + at..];
@@ -340,16 +340,21 @@ impl CausalConv {
                         *v = src[j * d];
                     }
                 }
-            }
+            })?;
             // `[tb, c_out]` frames, then transposed into the `[c_out, t_out]` layout.
             let rows = &mut sc.rows[..tb * self.c_out];
             matmul_ws(cols, tb, kk, w, None, rows, &mut sc.mm, pool)?;
-            for (co, row) in out.chunks_exact_mut(t_out).enumerate() {
-                let b = bias.map_or(0.0, |b| b[co]);
-                for (r, v) in row[t0..t0 + tb].iter_mut().enumerate() {
-                    *v = rows[r * self.c_out + co] + b;
+            let (rows, c_out) = (&*rows, self.c_out);
+            let per = (COPY_CHUNK / t_out).max(1);
+            pool.for_each_chunk_mut(out, per * t_out, |i, chunk| {
+                for (j, row) in chunk.chunks_exact_mut(t_out).enumerate() {
+                    let co = i * per + j;
+                    let b = bias.map_or(0.0, |b| b[co]);
+                    for (r, v) in row[t0..t0 + tb].iter_mut().enumerate() {
+                        *v = rows[r * c_out + co] + b;
+                    }
                 }
-            }
+            })?;
             t0 += tb;
         }
         Ok(())
@@ -480,32 +485,42 @@ impl CausalConvTr {
         match &self.conv {
             ConvTrImpl::Kernel(c) => c.forward(pool, x, t, full, &mut sc.tr_ws)?,
             ConvTrImpl::Matmul(w) => {
-                // Bias everywhere (as torch), then overlap-add each input frame's taps.
-                for (co, row) in full.chunks_exact_mut(lf).enumerate() {
-                    row.fill(self.bias.as_ref().map_or(0.0, |b| b[co]));
-                }
-                let (k, n) = (self.kernel, self.c_out * self.kernel);
+                // Bias everywhere (as torch), then overlap-add each input
+                // frame's taps, in frame order per output row; rows on the lanes.
+                let per = (COPY_CHUNK / lf).max(1);
+                let bias = self.bias.as_deref();
+                pool.for_each_chunk_mut(&mut full[..], per * lf, |i, chunk| {
+                    for (j, row) in chunk.chunks_exact_mut(lf).enumerate() {
+                        row.fill(bias.map_or(0.0, |b| b[i * per + j]));
+                    }
+                })?;
+                let (k, n, c_in) = (self.kernel, self.c_out * self.kernel, self.c_in);
                 let mut t0 = 0;
                 while t0 < t {
                     let tb = BLOCK_T.min(t - t0);
                     // [(c_out, k), tb] = W' · x[:, t0..t0 + tb], from frames `xᵀ`.
-                    let cols = &mut sc.cols[..tb * self.c_in];
-                    for (r, row) in cols.chunks_exact_mut(self.c_in).enumerate() {
+                    let cols = &mut sc.cols[..tb * c_in];
+                    pool.for_each_chunk_mut(cols, c_in, |r, row| {
                         for (ci, v) in row.iter_mut().enumerate() {
                             *v = x[ci * t + t0 + r];
                         }
-                    }
+                    })?;
                     // `[tb, (c_out, k)]` tap products, overlap-added frame by frame.
                     let rows = &mut sc.rows[..tb * n];
-                    matmul_ws(cols, tb, self.c_in, w, None, rows, &mut sc.mm, pool)?;
-                    for (r, frame) in rows.chunks_exact(n).enumerate() {
-                        for (co, taps) in frame.chunks_exact(k).enumerate() {
-                            let at = co * lf + (t0 + r) * s;
-                            for (d, v) in full[at..at + k].iter_mut().zip(taps) {
-                                *d += v;
+                    matmul_ws(cols, tb, c_in, w, None, rows, &mut sc.mm, pool)?;
+                    let rows = &*rows;
+                    pool.for_each_chunk_mut(&mut full[..], per * lf, |i, chunk| {
+                        for (j, row) in chunk.chunks_exact_mut(lf).enumerate() {
+                            let co = i * per + j;
+                            for (r, frame) in rows.chunks_exact(n).enumerate() {
+                                let taps = &frame[co * k..(co + 1) * k];
+                                let at = (t0 + r) * s;
+                                for (d, v) in row[at..at + k].iter_mut().zip(taps) {
+                                    *d += v;
+                                }
                             }
                         }
-                    }
+                    })?;
                     t0 += tb;
                 }
             }
