@@ -73,71 +73,46 @@ pub unsafe fn zero() {
     );
 }
 
-/// One K step of 64 bytes: `C[i][j] += A_i · B_j` with A signed (i8) and B
-/// unsigned (u8). `a0`/`a1`: 16 rows each of 64 bytes at `a_stride`; `b0`/
-/// `b1`: 16 rows (K/4 groups) of 16 columns × 4 bytes at `b_stride`.
-///
-/// # Safety
-/// After [`begin`]; all 64 rows of 64 bytes must be readable.
-#[inline(always)]
-pub unsafe fn step_su(
-    a0: *const i8,
-    a1: *const i8,
-    a_stride: usize,
-    b0: *const u8,
-    b1: *const u8,
-    b_stride: usize,
-) {
-    asm!(
-        "tileloadd tmm4, [{a0} + {sa}*1]",
-        "tileloadd tmm5, [{a1} + {sa}*1]",
-        "tileloadd tmm6, [{b0} + {sb}*1]",
-        "tileloadd tmm7, [{b1} + {sb}*1]",
-        "tdpbsud tmm0, tmm4, tmm6",
-        "tdpbsud tmm1, tmm4, tmm7",
-        "tdpbsud tmm2, tmm5, tmm6",
-        "tdpbsud tmm3, tmm5, tmm7",
-        a0 = in(reg) a0,
-        a1 = in(reg) a1,
-        sa = in(reg) a_stride,
-        b0 = in(reg) b0,
-        b1 = in(reg) b1,
-        sb = in(reg) b_stride,
-        options(nostack, readonly)
-    );
+/// One K step of 64 bytes, `C[i][j] += A_i · B_j`, as `$op`: `a0`/`a1` 16
+/// rows each of 64 bytes at `a_stride`; `b0`/`b1` 16 rows (K/4 groups) of 16
+/// columns × 4 bytes at `b_stride`.
+macro_rules! step {
+    ($(#[$doc:meta])* $name:ident, $op:literal, $a:ty, $b:ty) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// After [`begin`]; all 64 rows of 64 bytes must be readable.
+        #[inline(always)]
+        pub unsafe fn $name(a0: *const $a, a1: *const $a, a_stride: usize, b0: *const $b, b1: *const $b, b_stride: usize) {
+            asm!(
+                "tileloadd tmm4, [{a0} + {sa}*1]",
+                "tileloadd tmm5, [{a1} + {sa}*1]",
+                "tileloadd tmm6, [{b0} + {sb}*1]",
+                "tileloadd tmm7, [{b1} + {sb}*1]",
+                concat!($op, " tmm0, tmm4, tmm6"),
+                concat!($op, " tmm1, tmm4, tmm7"),
+                concat!($op, " tmm2, tmm5, tmm6"),
+                concat!($op, " tmm3, tmm5, tmm7"),
+                a0 = in(reg) a0,
+                a1 = in(reg) a1,
+                sa = in(reg) a_stride,
+                b0 = in(reg) b0,
+                b1 = in(reg) b1,
+                sb = in(reg) b_stride,
+                options(nostack, readonly)
+            );
+        }
+    };
 }
 
-/// As [`step_su`] with A unsigned (u8) and B signed (i8).
-///
-/// # Safety
-/// As [`step_su`].
-#[inline(always)]
-pub unsafe fn step_us(
-    a0: *const u8,
-    a1: *const u8,
-    a_stride: usize,
-    b0: *const i8,
-    b1: *const i8,
-    b_stride: usize,
-) {
-    asm!(
-        "tileloadd tmm4, [{a0} + {sa}*1]",
-        "tileloadd tmm5, [{a1} + {sa}*1]",
-        "tileloadd tmm6, [{b0} + {sb}*1]",
-        "tileloadd tmm7, [{b1} + {sb}*1]",
-        "tdpbusd tmm0, tmm4, tmm6",
-        "tdpbusd tmm1, tmm4, tmm7",
-        "tdpbusd tmm2, tmm5, tmm6",
-        "tdpbusd tmm3, tmm5, tmm7",
-        a0 = in(reg) a0,
-        a1 = in(reg) a1,
-        sa = in(reg) a_stride,
-        b0 = in(reg) b0,
-        b1 = in(reg) b1,
-        sb = in(reg) b_stride,
-        options(nostack, readonly)
-    );
-}
+step!(
+    /// A K step with A signed (i8) and B unsigned (u8): `tdpbsud`.
+    step_su, "tdpbsud", i8, u8
+);
+step!(
+    /// A K step with A unsigned (u8) and B signed (i8): `tdpbusd`.
+    step_us, "tdpbusd", u8, i8
+);
 
 /// Store the accumulators: `acc[i][j]` = A row `i` · B column `j`.
 ///

@@ -983,32 +983,69 @@ struct Dense<'a> {
 }
 
 impl Dense<'_> {
+    /// `window[i]` = Σx over the input window of output frame `t0 + i` in
+    /// group `g` (`Σ_k colsum[t·s + k·d]`), when weight zero points need it.
+    fn window_sums(&self, g: usize, t0: usize, window: &mut [i32]) {
+        if !self.conv.any_zero {
+            return;
+        }
+        let p = &self.conv.params;
+        let cs = &self.colsum[g * self.tp..(g + 1) * self.tp];
+        for (i, w) in window.iter_mut().enumerate() {
+            let base = (t0 + i) * p.stride;
+            *w = (0..p.kernel).fold(0i32, |a, tap| a.wrapping_add(cs[base + tap * p.dilation]));
+        }
+    }
+
+    /// Correct and sink accumulator rows (output channels from `co0`, frames
+    /// `t..t + n`; `window` holds the window sums from frame `t`).
+    fn finish_rows<'r>(
+        &self,
+        route: IntRoute,
+        rows: impl Iterator<Item = &'r mut [i32]>,
+        co0: usize,
+        t: usize,
+        n: usize,
+        window: &[i32],
+    ) {
+        let p = &self.conv.params;
+        let n_taps = ((p.c_in / p.groups) * p.kernel) as i32;
+        for (r, a) in rows.enumerate() {
+            let co = co0 + r;
+            let zw = self.conv.zero[co];
+            // N·zx·zw − zx·Σw, then − zw·Σx per frame.
+            let base = n_taps
+                .wrapping_mul(self.zx)
+                .wrapping_mul(zw)
+                .wrapping_sub(self.zx.wrapping_mul(self.wsum[co]));
+            let win = self.conv.any_zero.then(|| (zw, &window[..n]));
+            finish(
+                route,
+                self.conv,
+                co,
+                &mut a[..n],
+                base,
+                win,
+                self.sink,
+                self.t_out,
+                t,
+            );
+        }
+    }
+
     /// Output frames `t0..t1` of every channel.
     fn chunk(&self, frames: std::ops::Range<usize>, block_range: std::ops::Range<usize>) {
         let (t0, t1) = (frames.start, frames.end);
         let p = &self.conv.params;
-        let (cig, cog, k, cbs) = (
-            p.c_in / p.groups,
-            p.c_out / p.groups,
-            p.kernel,
-            self.conv.cbs,
-        );
+        let (cog, k, cbs) = (p.c_out / p.groups, p.kernel, self.conv.cbs);
         let blocks = cog.div_ceil(MR);
         let wblock = cbs * k * MR * 4;
-        let n_taps = (cig * k) as i32;
         let mut acc = [[0i32; TILE]; MR];
         let mut window = [0i32; TIME_CHUNK];
         let window = &mut window[..t1 - t0];
         let x_need = (cbs - 1) * self.cb_stride + self.tap_off.iter().max().copied().unwrap_or(0);
         for g in 0..p.groups {
-            if self.conv.any_zero {
-                // Σx over the window of frame t: Σ_k colsum[t·s + k·d].
-                let cs = &self.colsum[g * self.tp..(g + 1) * self.tp];
-                for (i, w) in window.iter_mut().enumerate() {
-                    let base = (t0 + i) * p.stride;
-                    *w = (0..k).fold(0i32, |a, tap| a.wrapping_add(cs[base + tap * p.dilation]));
-                }
-            }
+            self.window_sums(g, t0, window);
             let x = &self.xpack[g * cbs * self.cb_stride..(g + 1) * cbs * self.cb_stride];
             for b in block_range.clone() {
                 let rows = MR.min(cog - b * MR);
@@ -1030,30 +1067,8 @@ impl Dense<'_> {
                         n,
                         &mut acc,
                     );
-                    for (r, a) in acc.iter_mut().enumerate().take(rows) {
-                        let co = co0 + r;
-                        let zw = self.conv.zero[co];
-                        // N·zx·zw − zx·Σw, then − zw·Σx per frame.
-                        let base = n_taps
-                            .wrapping_mul(self.zx)
-                            .wrapping_mul(zw)
-                            .wrapping_sub(self.zx.wrapping_mul(self.wsum[co]));
-                        let win = self
-                            .conv
-                            .any_zero
-                            .then(|| (zw, &window[t - t0..t - t0 + n]));
-                        finish(
-                            self.route,
-                            self.conv,
-                            co,
-                            &mut a[..n],
-                            base,
-                            win,
-                            self.sink,
-                            self.t_out,
-                            t,
-                        );
-                    }
+                    let rows = acc.iter_mut().take(rows).map(|a| &mut a[..]);
+                    self.finish_rows(self.route, rows, co0, t, n, &window[t - t0..]);
                     t += n;
                 }
             }
@@ -1069,16 +1084,10 @@ impl Dense<'_> {
         {
             let (t0, t1) = (frames.start, frames.end);
             let p = &self.conv.params;
-            let (cig, cog, k, cbs) = (
-                p.c_in / p.groups,
-                p.c_out / p.groups,
-                p.kernel,
-                self.conv.cbs,
-            );
+            let (cog, k, cbs) = (p.c_out / p.groups, p.kernel, self.conv.cbs);
             let kcs = cbs.div_ceil(16);
             let blocks = cog.div_ceil(AMX_CO);
             let wblock = kcs * k * AMX_CO * 64;
-            let n_taps = (cig * k) as i32;
             let mut acc = crate::kernels::amx::Acc::default();
             let mut window = [0i32; TIME_CHUNK];
             let window = &mut window[..t1 - t0];
@@ -1087,14 +1096,7 @@ impl Dense<'_> {
             // the OS granted the tile state (`cpu::features`).
             unsafe { crate::kernels::amx::begin() };
             for g in 0..p.groups {
-                if self.conv.any_zero {
-                    let cs = &self.colsum[g * self.tp..(g + 1) * self.tp];
-                    for (i, w) in window.iter_mut().enumerate() {
-                        let base = (t0 + i) * p.stride;
-                        *w =
-                            (0..k).fold(0i32, |a, tap| a.wrapping_add(cs[base + tap * p.dilation]));
-                    }
-                }
+                self.window_sums(g, t0, window);
                 let x = &self.xpack[g * cbs * self.cb_stride..];
                 for b in block_range.clone() {
                     let rows = AMX_CO.min(cog - b * AMX_CO);
@@ -1118,29 +1120,8 @@ impl Dense<'_> {
                                 &mut acc,
                             )
                         };
-                        for (r, a) in acc.0.iter_mut().enumerate().take(rows) {
-                            let co = co0 + r;
-                            let zw = self.conv.zero[co];
-                            let base = n_taps
-                                .wrapping_mul(self.zx)
-                                .wrapping_mul(zw)
-                                .wrapping_sub(self.zx.wrapping_mul(self.wsum[co]));
-                            let win = self
-                                .conv
-                                .any_zero
-                                .then(|| (zw, &window[t - t0..t - t0 + n]));
-                            finish(
-                                IntRoute::Vnni,
-                                self.conv,
-                                co,
-                                &mut a[..n],
-                                base,
-                                win,
-                                self.sink,
-                                self.t_out,
-                                t,
-                            );
-                        }
+                        let rows = acc.0.iter_mut().take(rows).map(|a| &mut a[..]);
+                        self.finish_rows(IntRoute::Vnni, rows, co0, t, n, &window[t - t0..]);
                         t += n;
                     }
                 }
