@@ -229,49 +229,57 @@ fn rows_multi(
     let (nb, kr) = (k / Q8_0_BLOCK, w.row_bytes(k));
     let q = &w.quants[n0 * kr..(n0 + n) * kr];
     let d = &w.scales[n0 * nb..(n0 + n) * nb];
-    match (level.min(cpu::simd_level()), m, w.q4) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the level is capped by the detected features; shapes checked by the caller.
-        (SimdLevel::Avx512, 2, false) => unsafe {
-            x86::rows_multi_avx512::<2, false>(xs, k, q, d, y, ldy, n)
-        },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        (SimdLevel::Avx512, 3, false) => unsafe {
-            x86::rows_multi_avx512::<3, false>(xs, k, q, d, y, ldy, n)
-        },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        (SimdLevel::Avx512, 4, false) => unsafe {
-            x86::rows_multi_avx512::<4, false>(xs, k, q, d, y, ldy, n)
-        },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        (SimdLevel::Avx512, 2, true) => unsafe {
-            x86::rows_multi_avx512::<2, true>(xs, k, q, d, y, ldy, n)
-        },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        (SimdLevel::Avx512, 3, true) => unsafe {
-            x86::rows_multi_avx512::<3, true>(xs, k, q, d, y, ldy, n)
-        },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        (SimdLevel::Avx512, 4, true) => unsafe {
-            x86::rows_multi_avx512::<4, true>(xs, k, q, d, y, ldy, n)
-        },
-        _ => {
-            for j in 0..m {
-                rows(
-                    level,
-                    &xs[j * k..(j + 1) * k],
-                    w,
-                    n0,
-                    &mut y[j * ldy..j * ldy + n],
-                );
-            }
+    let simd = if w.q4 {
+        rows_multi_of::<true>(level, xs, m, k, q, d, y, ldy, n)
+    } else {
+        rows_multi_of::<false>(level, xs, m, k, q, d, y, ldy, n)
+    };
+    if !simd {
+        for j in 0..m {
+            rows(
+                level,
+                &xs[j * k..(j + 1) * k],
+                w,
+                n0,
+                &mut y[j * ldy..j * ldy + n],
+            );
         }
     }
+}
+
+/// The SIMD route of [`rows_multi`] for one block format; `false` where
+/// there is none (the caller then runs each row's matvec).
+#[allow(clippy::too_many_arguments)]
+fn rows_multi_of<const Q4: bool>(
+    level: SimdLevel,
+    xs: &[f32],
+    m: usize,
+    k: usize,
+    q: &[u8],
+    d: &[f32],
+    y: &mut [f32],
+    ldy: usize,
+    n: usize,
+) -> bool {
+    match (level.min(cpu::simd_level()), m) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the level is capped by the detected features; shapes checked by the caller.
+        (SimdLevel::Avx512, 2) => unsafe {
+            x86::rows_multi_avx512::<2, Q4>(xs, k, q, d, y, ldy, n)
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        (SimdLevel::Avx512, 3) => unsafe {
+            x86::rows_multi_avx512::<3, Q4>(xs, k, q, d, y, ldy, n)
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        (SimdLevel::Avx512, 4) => unsafe {
+            x86::rows_multi_avx512::<4, Q4>(xs, k, q, d, y, ldy, n)
+        },
+        _ => return false,
+    }
+    true
 }
 
 /// Decode `W[n0..n0+nr, k0..k0+kb]` to f32 (`d * q` is exact in f32).
