@@ -3,6 +3,7 @@
 //! every lane budget; chunked streaming equals the batch conv).
 
 use voxlane_actors::kernels::conv1d::{conv1d_reference, Conv1dParams, PadMode};
+use voxlane_actors::kernels::conv1d_bf16::round_bf16;
 use voxlane_machines::conv1d::guards::route;
 use voxlane_machines::conv1d::{
     CausalHistory, Conv1dContract, Conv1dKernel, Conv1dKernelParams, Conv1dLimits, Conv1dRequest,
@@ -51,6 +52,12 @@ fn params(r: usize) -> Conv1dKernelParams {
             None,
             false,
         ),
+        route::DENSE_BF16 => (
+            // Partial 32-channel blocks on both sides, strided (phases).
+            Conv1dParams::new(40, 36, 4).stride(2).padding(1, 1),
+            None,
+            false,
+        ),
         _ => (
             Conv1dParams::new(6, 10, 3).groups(2).padding(1, 1),
             None,
@@ -64,6 +71,9 @@ fn params(r: usize) -> Conv1dKernelParams {
     );
     if gemm {
         p = p.gemm();
+    }
+    if r == route::DENSE_BF16 {
+        p = p.bf16();
     }
     if let Some(h) = stream {
         p = p.streaming(h);
@@ -218,8 +228,13 @@ fn every_route_computes_the_reference_identically_for_every_budget() {
                 run_chunks(&mut k, &pool, threads, &x, LARGE_T, &[LARGE_T])
             };
             let reference = k.prepared().unwrap().batch_params();
-            let want =
-                conv1d_reference(&reference, &p.weight, p.bias.as_deref(), &x, LARGE_T).unwrap();
+            // The bf16 route's reference: the same conv on bf16-rounded values.
+            let (w, xr) = if r == route::DENSE_BF16 {
+                (round_bf16(&p.weight), round_bf16(&x))
+            } else {
+                (p.weight.clone(), x.clone())
+            };
+            let want = conv1d_reference(&reference, &w, p.bias.as_deref(), &xr, LARGE_T).unwrap();
             assert_close(&reference, &p.weight, &x, LARGE_T, &y, &want);
             match &first {
                 None => first = Some(y),

@@ -2,6 +2,7 @@
 //! real results (every prepare route against the scalar reference, identical
 //! for every lane budget; chunked streaming equals the batch result).
 
+use voxlane_actors::kernels::conv1d_bf16::round_bf16;
 use voxlane_actors::kernels::conv_transpose1d::{
     conv_transpose1d_reference, ConvTranspose1dParams,
 };
@@ -33,6 +34,7 @@ fn params(r: usize) -> ConvTranspose1dKernelParams {
     let c = match r {
         route::STREAMING => ConvTranspose1dParams::new(6, 8, 4).stride(2),
         route::POLYPHASE => ConvTranspose1dParams::new(6, 10, 5).stride(3).padding(1, 1),
+        route::POLYPHASE_BF16 => ConvTranspose1dParams::new(40, 20, 8).stride(4),
         route::COL2IM => ConvTranspose1dParams::new(6, 10, 3)
             .stride(2)
             .dilation(2)
@@ -48,6 +50,7 @@ fn params(r: usize) -> ConvTranspose1dKernelParams {
     match r {
         route::STREAMING => p.streaming(),
         route::SCATTER => p.gemm(),
+        route::POLYPHASE_BF16 => p.bf16(),
         _ => p,
     }
 }
@@ -201,8 +204,13 @@ fn every_route_computes_the_reference_identically_for_every_budget() {
         let p = params(r);
         let c = p.conv;
         let x = data(c.c_in * LARGE_T, 9 + r as u32);
-        let want =
-            conv_transpose1d_reference(&c, &p.weight, p.bias.as_deref(), &x, LARGE_T).unwrap();
+        // The bf16 route's reference: the same conv on bf16-rounded values.
+        let (w, xr) = if r == route::POLYPHASE_BF16 {
+            (round_bf16(&p.weight), round_bf16(&x))
+        } else {
+            (p.weight.clone(), x.clone())
+        };
+        let want = conv_transpose1d_reference(&c, &w, p.bias.as_deref(), &xr, LARGE_T).unwrap();
         let chunks: &[usize] = if r == route::STREAMING {
             &[1, 7, 40, 102]
         } else {

@@ -19,16 +19,19 @@ const K: usize = 2 * Q8_0_BLOCK;
 const N: usize = 2 * CHUNK_N + 22;
 const MAX_M: usize = 9;
 
-const ROUTES: [&str; 6] = [
+const ROUTES: [&str; 7] = [
     "effect_pack_f32",
     "effect_pack_f16",
     "effect_pack_bf16",
     "effect_pack_q8_0",
     "effect_pack_int8",
     "effect_pack_q4_0",
+    "effect_pack_q8_0_act16",
 ];
 /// The float-valued formats' routes (int8 is exact, tested on its own).
-const FLOAT_ROUTES: [usize; 5] = [0, 1, 2, 3, 5];
+const FLOAT_ROUTES: [usize; 6] = [0, 1, 2, 3, 5, 6];
+/// The route whose activations are rounded (per 32-value block, to i16).
+const ACT16: usize = 6;
 
 fn data(len: usize, seed: u32) -> Vec<f32> {
     (0..len)
@@ -52,6 +55,7 @@ fn weights(route: usize) -> MatmulWeights {
         2 => MatmulWeights::Bf16(src.iter().map(|&v| bf16::from_f32(v)).collect()),
         3 => MatmulWeights::Q8_0(quantize_q8_0(&src, K).unwrap()),
         5 => MatmulWeights::Q4_0(quantize_q4_0(&src, K).unwrap()),
+        6 => MatmulWeights::Q8_0Act16(quantize_q8_0(&src, K).unwrap()),
         _ => MatmulWeights::Int8 {
             quants: IntQuants::U8(bytes(N * K, 4)),
             scales: data(N, 5).iter().map(|v| v.abs() * 0.01 + 1e-4).collect(),
@@ -75,7 +79,9 @@ fn dense(w: &MatmulWeights) -> Vec<f32> {
         MatmulWeights::F32(v) => v.clone(),
         MatmulWeights::F16(v) => v.iter().map(|h| h.to_f32()).collect(),
         MatmulWeights::Bf16(v) => v.iter().map(|h| h.to_f32()).collect(),
-        MatmulWeights::Q8_0(b) => reference::dequantize_q8_0(b).unwrap(),
+        MatmulWeights::Q8_0(b) | MatmulWeights::Q8_0Act16(b) => {
+            reference::dequantize_q8_0(b).unwrap()
+        }
         MatmulWeights::Q4_0(b) => reference::dequantize_q4_0(b).unwrap(),
         MatmulWeights::Int8 { .. } => unreachable!("not a float format"),
     }
@@ -180,9 +186,19 @@ fn float_formats_match_the_reference_identically_for_every_budget() {
             let want = reference::matmul_f32(&a, m, K, &w, N, p.bias.as_deref()).unwrap();
             let mag = reference::magnitudes(&a, m, K, &w, N);
             let got = run_every_budget(&p, &a, m);
+            // i16 activations: each value within 1/65534 of its block's
+            // largest (|a| ≤ 1 here), so ≤ Σ|w|/65534 per output more.
+            let act = |i: usize| {
+                let row = &w[(i % N) * K..(i % N + 1) * K];
+                if route == ACT16 {
+                    row.iter().map(|v| v.abs()).sum::<f32>() / 65534.0 * 1.01
+                } else {
+                    0.0
+                }
+            };
             for i in 0..m * N {
                 assert!(
-                    (got[i] - want[i]).abs() <= 1e-5 * mag[i] + 1e-6,
+                    (got[i] - want[i]).abs() <= 1e-5 * mag[i] + act(i) + 1e-6,
                     "{name} m={m} [{i}]: {} vs {}",
                     got[i],
                     want[i]

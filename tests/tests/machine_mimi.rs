@@ -144,6 +144,7 @@ fn initialize_reports_shapes_and_routes() {
         MimiOptions {
             q8_transformer: true,
             q8_convs: false,
+            bf16_convs: false,
         },
     ) {
         InitReply::Initialized { routes, .. } => {

@@ -4,7 +4,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::Arc;
-use voxlane_actors::speech::mimi::{MimiConfig, MimiDecoder, MimiEncoder, MimiModel};
+use voxlane_actors::speech::mimi::{MimiConfig, MimiDecoder, MimiEncoder, MimiModel, MimiOptions};
 use voxlane_runtime::LanePool;
 
 struct Counting;
@@ -40,12 +40,25 @@ fn streaming_steps_do_not_allocate() {
     let dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/mimi-tiny");
     let cfg = MimiConfig::from_file(dir.join("config.json")).unwrap();
-    let model = Arc::new(MimiModel::load(cfg, dir.join("model.safetensors")).unwrap());
     // The counter sees this thread's allocations.
     COUNTING.with(|c| c.set(true));
     drop(std::hint::black_box(vec![1u8; 64]));
     COUNTING.with(|c| c.set(false));
     assert_eq!(ALLOCS.with(|a| a.replace(0)), 1);
+    // The default routes, and the q8/bf16 ones (their activation and
+    // packing scratch is sized at bind too).
+    let fast = MimiOptions {
+        q8_transformer: true,
+        q8_convs: true,
+        bf16_convs: true,
+    };
+    for options in [MimiOptions::default(), fast] {
+        let model = MimiModel::load_with(cfg.clone(), dir.join("model.safetensors"), options);
+        steady_state_allocations(Arc::new(model.unwrap()), options);
+    }
+}
+
+fn steady_state_allocations(model: Arc<MimiModel>, options: MimiOptions) {
     let pool = LanePool::new(1).unwrap();
     let fs = model.frame_size();
     let pcm: Vec<f32> = (0..4 * fs)
@@ -61,6 +74,9 @@ fn streaming_steps_do_not_allocate() {
         dec.step(&pool, &codes, &mut out).unwrap();
         COUNTING.with(|c| c.set(false));
     }
-    let n = ALLOCS.with(Cell::get);
-    assert_eq!(n, 0, "{n} allocations in 3 steady-state frames");
+    let n = ALLOCS.with(|a| a.replace(0));
+    assert_eq!(
+        n, 0,
+        "{n} allocations in 3 steady-state frames ({options:?})"
+    );
 }

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use voxlane_actors::kernels::matmul::{bf16, WeightFormat};
+use voxlane_actors::speech::mimi::contract::Q8_FORMAT;
 use voxlane_actors::speech::mimi::weights::expected_tensors;
 use voxlane_actors::speech::mimi::{
     BindContract, Codes, MimiConfig, MimiModel, MimiOptions, MimiWeights,
@@ -52,6 +53,7 @@ fn default_contract_routes_every_linear_to_f32() {
     let expect: usize = c.routes().iter().map(|r| 4 * r.shape[0] * r.shape[1]).sum();
     assert_eq!(bytes, expect);
     assert_eq!(c.route_total(WeightFormat::Q8_0).0, 0);
+    assert_eq!(c.route_total(Q8_FORMAT).0, 0);
     assert!(c.routes()[0].name.contains("_transformer."));
 }
 
@@ -110,11 +112,12 @@ fn q8_transformer_codes_stay_close_to_pytorch() {
     let q8 = MimiOptions {
         q8_transformer: true,
         q8_convs: false,
+        bf16_convs: false,
     };
     let model = MimiModel::load_with(cfg.clone(), fixture("model.safetensors"), q8).unwrap();
     let c = model.contract();
     assert_eq!(c.options(), q8);
-    assert_eq!(c.route_total(WeightFormat::Q8_0).0, linear_count(&cfg));
+    assert_eq!(c.route_total(Q8_FORMAT).0, linear_count(&cfg));
     assert_eq!(c.route_total(WeightFormat::F32).0, 0);
     // q8_0 weights take 34 bytes per 32 values.
     let f32_model = MimiModel::load(cfg, fixture("model.safetensors")).unwrap();
@@ -133,6 +136,7 @@ fn q8_convs_route_the_deep_convs_and_codes_stay_close_to_pytorch() {
     let both = MimiOptions {
         q8_transformer: true,
         q8_convs: true,
+        bf16_convs: false,
     };
     let model = MimiModel::load_with(cfg.clone(), fixture("model.safetensors"), both).unwrap();
     let linears_only = MimiModel::load_with(
@@ -141,11 +145,12 @@ fn q8_convs_route_the_deep_convs_and_codes_stay_close_to_pytorch() {
         MimiOptions {
             q8_transformer: true,
             q8_convs: false,
+            bf16_convs: false,
         },
     )
     .unwrap();
     let c = model.contract();
-    let convs = c.route_total(WeightFormat::Q8_0).0 - linear_count(&cfg);
+    let convs = c.route_total(Q8_FORMAT).0 - linear_count(&cfg);
     assert!(convs > 0, "no conv was routed to q8_0");
     // Every q8_0 conv is a weight the model has, with whole 32-value blocks.
     let names: Vec<String> = expected_tensors(&cfg).into_iter().map(|e| e.name).collect();
@@ -181,6 +186,72 @@ fn q8_convs_route_the_deep_convs_and_codes_stay_close_to_pytorch() {
     let r = voxlane_tests::pearson(&got, &want);
     eprintln!("q8_0 linears + convs: decoded audio correlation {r:.6} ({convs} q8_0 convs)");
     assert!(r >= 0.99, "decoded audio correlation {r}");
+}
+
+#[test]
+fn bf16_convs_route_the_long_convs_and_codes_stay_close_to_pytorch() {
+    let cfg = cfg();
+    let names: Vec<String> = expected_tensors(&cfg).into_iter().map(|e| e.name).collect();
+    let pool = LanePool::new(2).unwrap();
+    let f32_model = MimiModel::load(cfg.clone(), fixture("model.safetensors")).unwrap();
+    let want_audio = f32_model.decode(&pool, &reference_codes()).unwrap();
+    for q8 in [false, true] {
+        let opts = MimiOptions {
+            q8_transformer: q8,
+            q8_convs: q8,
+            bf16_convs: true,
+        };
+        let model = MimiModel::load_with(cfg.clone(), fixture("model.safetensors"), opts).unwrap();
+        let c = model.contract();
+        let bf16: Vec<_> = c
+            .routes()
+            .iter()
+            .filter(|r| r.format == WeightFormat::Bf16)
+            .collect();
+        // Both SEANets have long layers with ≥ 16 channels on each side.
+        for side in ["encoder.model.", "decoder.model."] {
+            assert!(
+                bf16.iter().any(|r| r.name.starts_with(side)),
+                "no bf16 conv in the {side}"
+            );
+        }
+        for r in &bf16 {
+            assert!(names.contains(&r.name), "{} is not a model tensor", r.name);
+            assert!(r.name.ends_with(".weight") && !r.name.contains("transformer"));
+            assert_eq!(
+                c.routes().iter().filter(|o| o.name == r.name).count(),
+                1,
+                "{} has two routes",
+                r.name
+            );
+        }
+        // The bf16 routes read half the bytes of their f32 weights.
+        assert!(c.streamed_bytes().0 < f32_model.contract().streamed_bytes().0);
+        for frames in [1, 4] {
+            assert_eq!(
+                c.encoder_workspace().bytes(frames),
+                model.encoder_state(frames).unwrap().floats() * 4
+            );
+            assert_eq!(
+                c.decoder_workspace().bytes(frames),
+                model.decoder_state(frames).unwrap().floats() * 4
+            );
+        }
+        let (share, first) = code_agreement(&model);
+        eprintln!(
+            "bf16 convs (q8_0 {q8}): {:.1}% codes equal, first codebook {:.1}%",
+            share * 100.0,
+            first * 100.0
+        );
+        assert!(share >= 0.95, "only {:.1}% of codes equal", share * 100.0);
+        assert!(first >= 0.95, "first codebook {:.1}%", first * 100.0);
+        let got = model.decode(&pool, &reference_codes()).unwrap();
+        let r = voxlane_tests::pearson(&got, &want_audio);
+        eprintln!("bf16 convs (q8_0 {q8}): decoded audio correlation {r:.6}");
+        assert!(r >= 0.99, "decoded audio correlation {r}");
+        // The rounding is real: decoded audio is not the f32 model's.
+        assert!(got.iter().zip(&want_audio).any(|(a, b)| a != b));
+    }
 }
 
 #[test]

@@ -1,12 +1,13 @@
-//! AMX-INT8 tile blocks, shared by the int8 conv and GEMM routes: one
-//! configuration (eight tiles of 16 rows × 64 bytes), a 32 × 32 i32 block of
-//! four accumulator tiles, and its two dot-product steps (`tdpbsud`: signed
-//! A × unsigned B, `tdpbusd`: unsigned A × signed B). Sums wrap modulo 2³²
-//! as `vpdpbusd`'s do, so AMX routes equal the VNNI routes bit for bit.
+//! AMX tile blocks, shared by the int8 conv and GEMM routes and the bf16
+//! conv route: one configuration (eight tiles of 16 rows × 64 bytes), a
+//! 32 × 32 block of four accumulator tiles, and its dot-product steps
+//! (`tdpbsud`: signed A × unsigned B, `tdpbusd`: unsigned A × signed B, both
+//! i32 sums that wrap modulo 2³² as `vpdpbusd`'s do, so AMX routes equal the
+//! VNNI routes bit for bit; `tdpbf16ps`: bf16 pairs into f32 sums).
 //!
-//! Only reached where [`super::cpu::features`] reports `amx_int8` (which
-//! includes Linux's permission for the tile state); each block of work runs
-//! between [`begin`] and [`end`] on its own thread.
+//! Only reached where [`super::cpu::features`] reports `amx_int8` /
+//! `amx_bf16` (which include Linux's permission for the tile state); each
+//! block of work runs between [`begin`] and [`end`] on its own thread.
 
 use std::arch::asm;
 
@@ -30,13 +31,13 @@ impl TileConfig {
     }
 }
 
-/// One block's sums: `[32 A rows][32 B columns]` i32.
+/// One block's sums: `[32 A rows][32 B columns]` of i32 (int8 steps) or f32 (bf16 steps).
 #[repr(C, align(64))]
-pub struct Acc(pub [[i32; BLOCK]; BLOCK]);
+pub struct Acc<T = i32>(pub [[T; BLOCK]; BLOCK]);
 
-impl Default for Acc {
+impl<T: Copy + Default> Default for Acc<T> {
     fn default() -> Self {
-        Self([[0; BLOCK]; BLOCK])
+        Self([[T::default(); BLOCK]; BLOCK])
     }
 }
 
@@ -74,8 +75,8 @@ pub unsafe fn zero() {
 }
 
 /// One K step of 64 bytes, `C[i][j] += A_i · B_j`, as `$op`: `a0`/`a1` 16
-/// rows each of 64 bytes at `a_stride`; `b0`/`b1` 16 rows (K/4 groups) of 16
-/// columns × 4 bytes at `b_stride`.
+/// rows each of 64 bytes at `a_stride`; `b0`/`b1` 16 rows (K groups of 4
+/// bytes: four int8 or two bf16) of 16 columns × 4 bytes at `b_stride`.
 macro_rules! step {
     ($(#[$doc:meta])* $name:ident, $op:literal, $a:ty, $b:ty) => {
         $(#[$doc])*
@@ -113,14 +114,22 @@ step!(
     /// A K step with A unsigned (u8) and B signed (i8): `tdpbusd`.
     step_us, "tdpbusd", u8, i8
 );
+step!(
+    /// A K step of bf16 pairs (raw bits) into f32 sums: `tdpbf16ps` (each
+    /// product is exact in f32 and added with round-to-nearest-even;
+    /// subnormal inputs and results are flushed to zero).
+    step_bf16, "tdpbf16ps", u16, u16
+);
 
-/// Store the accumulators: `acc[i][j]` = A row `i` · B column `j`.
+/// Store the accumulators: `acc[i][j]` = A row `i` · B column `j` (`T`: the
+/// steps' sum type, i32 or f32).
 ///
 /// # Safety
 /// After [`begin`].
 #[inline(always)]
-pub unsafe fn store(acc: &mut Acc) {
-    let c = acc.0.as_mut_ptr() as *mut i32;
+pub unsafe fn store<T: Copy>(acc: &mut Acc<T>) {
+    const { assert!(std::mem::size_of::<T>() == 4) };
+    let c = acc.0.as_mut_ptr() as *mut T;
     asm!(
         "tilestored [{c0} + {s}*1], tmm0",
         "tilestored [{c1} + {s}*1], tmm1",

@@ -25,6 +25,7 @@ use std::sync::Mutex;
 
 use voxlane_runtime::Fork;
 
+use super::conv1d_bf16::Bf16Conv;
 use super::cpu::{simd_level, SimdLevel};
 use super::elementwise::simd::{dispatch, SimdFn, Vf32, MAX_LANES};
 use super::error::{check_len, KernelError};
@@ -313,12 +314,17 @@ struct Scratch {
     tiles: Vec<f32>,
     /// Strided direct route: the padded input split into `stride` phases.
     phase: Vec<f32>,
+    /// bf16 route: the input as bf16 channel pairs.
+    pairs: Vec<u32>,
 }
 
 impl Conv1dWorkspace {
     /// Floats held (sizing reports).
     pub fn floats(&self) -> usize {
-        self.xpad.len() + self.scratch.tiles.len() + self.scratch.phase.len()
+        self.xpad.len()
+            + self.scratch.tiles.len()
+            + self.scratch.phase.len()
+            + self.scratch.pairs.len()
     }
 
     /// An empty workspace; grow it with [`Conv1dWorkspace::reserve`].
@@ -336,7 +342,7 @@ impl Conv1dWorkspace {
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        (self.xpad.len() + self.scratch.tiles.len() + self.scratch.phase.len()) * 4
+        self.floats() * 4
     }
 }
 
@@ -349,10 +355,14 @@ impl Scratch {
                 &mut self.tiles,
                 t_out.div_ceil(TIME_CHUNK) * p.c_out * TIME_CHUNK,
             ),
-            Route::Phase(inner) => grow(
-                &mut self.phase,
-                inner.params.c_in * (t_out + inner.params.kernel - 1),
-            ),
+            Route::Phase(inner) => {
+                let u = t_out + inner.params.kernel - 1;
+                grow(&mut self.phase, inner.params.c_in * u);
+                if let Route::Bf16(b) = &inner.route {
+                    grow_pairs(&mut self.pairs, b.pack_len(u));
+                }
+            }
+            Route::Bf16(b) => grow_pairs(&mut self.pairs, b.pack_len(tp)),
             Route::Depthwise | Route::Direct => {}
         }
         Ok(())
@@ -367,6 +377,12 @@ fn grow(v: &mut Vec<f32>, n: usize) {
     }
 }
 
+fn grow_pairs(v: &mut Vec<u32>, n: usize) {
+    if v.len() < n {
+        v.resize(n, 0);
+    }
+}
+
 /// Which algorithm a dense (`C_in/groups > 1`) convolution uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Conv1dRoute {
@@ -376,6 +392,10 @@ pub enum Conv1dRoute {
     Direct,
     /// One [`sgemm`] per kernel tap on a strided view of the input.
     Gemm,
+    /// As `Direct` with weights and inputs rounded to bf16 and f32 sums:
+    /// AMX-BF16 tiles where the CPU has them, the same bits emulated
+    /// elsewhere (slower than `Direct` there). See [`super::conv1d_bf16`].
+    Bf16,
 }
 
 /// How the bound weights are laid out.
@@ -385,6 +405,8 @@ enum Route {
     Depthwise,
     /// `[groups][co block][c_in/groups][kernel][MR]`, zero-padded rows.
     Direct,
+    /// Stride 1 on bf16 tiles (it owns the packed weights).
+    Bf16(Bf16Conv),
     /// A stride-1 conv over the `stride` phases of the input (it owns the weights).
     Phase(Box<Conv1d>),
     /// `[groups][kernel][c_out/groups][c_in/groups]`, one matrix per tap.
@@ -441,6 +463,11 @@ impl Conv1d {
                 }
             }
             (Route::Gemm, packed)
+        } else if p.stride == 1 && route == Conv1dRoute::Bf16 {
+            (
+                Route::Bf16(Bf16Conv::new(p, weight, simd_level())),
+                Vec::new(),
+            )
         } else if p.stride == 1 {
             let blocks = cog.div_ceil(MR);
             let mut direct = vec![0.0; p.groups * blocks * cig * k * MR];
@@ -474,7 +501,7 @@ impl Conv1d {
                     }
                 }
             }
-            let inner = Conv1d::with_route(inner_p, &w2, bias, Conv1dRoute::Direct)?;
+            let inner = Conv1d::with_route(inner_p, &w2, bias, route)?;
             (Route::Phase(Box::new(inner)), Vec::new())
         };
         Ok(Self {
@@ -491,11 +518,22 @@ impl Conv1d {
         &self.params
     }
 
+    /// Whether this conv (or its stride-1 phases) runs on AMX-BF16 tiles.
+    pub fn uses_bf16_tiles(&self) -> bool {
+        match &self.route {
+            Route::Bf16(b) => b.uses_amx(),
+            Route::Phase(inner) => inner.uses_bf16_tiles(),
+            _ => false,
+        }
+    }
+
     /// Choose the SIMD route (capped at what the CPU supports; default: the best).
     pub fn set_level(&mut self, level: SimdLevel) {
         self.level = level;
-        if let Route::Phase(inner) = &mut self.route {
-            inner.set_level(level);
+        match &mut self.route {
+            Route::Phase(inner) => inner.set_level(level),
+            Route::Bf16(b) => b.set_level(level),
+            _ => {}
         }
     }
 
@@ -552,6 +590,15 @@ impl Conv1d {
         match &self.route {
             Route::Depthwise => self.run_depthwise(pool, xpad, tp, t_out, out),
             Route::Direct => self.run_direct(pool, xpad, tp, t_out, out),
+            Route::Bf16(b) => b.forward(
+                pool,
+                self.level,
+                xpad,
+                tp,
+                self.bias.as_deref(),
+                out,
+                &mut scratch.pairs,
+            ),
             Route::Gemm => self.run_gemm(pool, xpad, tp, t_out, out, &mut scratch.tiles),
             Route::Phase(inner) => {
                 let (s, q) = (p.stride, inner.params.kernel);
@@ -572,7 +619,18 @@ impl Conv1d {
                         }
                     }
                 })?;
-                inner.run_direct(pool, &scratch.phase, u, t_out, out)
+                match &inner.route {
+                    Route::Bf16(b) => b.forward(
+                        pool,
+                        inner.level,
+                        &scratch.phase,
+                        u,
+                        inner.bias.as_deref(),
+                        out,
+                        &mut scratch.pairs,
+                    ),
+                    _ => inner.run_direct(pool, &scratch.phase, u, t_out, out),
+                }
             }
         }
     }

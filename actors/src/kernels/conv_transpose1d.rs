@@ -254,7 +254,8 @@ impl ConvTranspose1d {
     }
 
     /// As [`ConvTranspose1d::new`]; `Direct` picks the polyphase route when
-    /// `dilation == 1`, `Gemm` (or a dilation) the GEMM + col2im route.
+    /// `dilation == 1` (`Bf16`: the same on bf16 values), `Gemm` (or a
+    /// dilation) the GEMM + col2im route.
     pub fn with_route(
         params: ConvTranspose1dParams,
         weight: &[f32],
@@ -302,7 +303,7 @@ impl ConvTranspose1d {
                 }
             }
         }
-        let inner = Conv1d::new(ip, &w2, bias.map(|_| &b2[..]))?;
+        let inner = Conv1d::with_route(ip, &w2, bias.map(|_| &b2[..]), route)?;
         Ok(Self {
             params,
             weight: Vec::new(),

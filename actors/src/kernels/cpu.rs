@@ -38,6 +38,8 @@ pub struct CpuFeatures {
     pub f16c: bool,
     /// AMX-TILE + AMX-INT8 with the OS's permission for the tile state.
     pub amx_int8: bool,
+    /// AMX-TILE + AMX-BF16 with the OS's permission for the tile state.
+    pub amx_bf16: bool,
 }
 
 impl CpuFeatures {
@@ -45,6 +47,7 @@ impl CpuFeatures {
     pub fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
+            let tiles = amx::detect();
             Self {
                 avx2_fma: pulp::x86::V3::try_new().is_some(),
                 avx512: pulp::x86::V4::try_new().is_some(),
@@ -52,7 +55,8 @@ impl CpuFeatures {
                 avx512_bf16: is_x86_feature_detected!("avx512bf16"),
                 avx512_fp16: is_x86_feature_detected!("avx512fp16"),
                 f16c: is_x86_feature_detected!("f16c"),
-                amx_int8: amx::detect(),
+                amx_int8: tiles.int8,
+                amx_bf16: tiles.bf16,
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -86,8 +90,12 @@ pub fn features() -> &'static CpuFeatures {
                 f.avx512_bf16 = false;
                 f.avx512_fp16 = false;
                 f.amx_int8 = false;
+                f.amx_bf16 = false;
             }
-            Ok("avx512") => f.amx_int8 = false,
+            Ok("avx512") => {
+                f.amx_int8 = false;
+                f.amx_bf16 = false;
+            }
             _ => {}
         }
         f
@@ -101,13 +109,25 @@ mod amx {
     use std::arch::asm;
     use std::arch::x86_64::__cpuid_count;
 
-    pub(super) fn detect() -> bool {
+    /// Which tile dot products this process may run.
+    #[derive(Debug, Default, Clone, Copy)]
+    pub(super) struct Tiles {
+        pub(super) int8: bool,
+        pub(super) bf16: bool,
+    }
+
+    pub(super) fn detect() -> Tiles {
         let leaf7 = __cpuid_count(7, 0);
-        let (tile, int8) = ((leaf7.edx >> 24) & 1 == 1, (leaf7.edx >> 25) & 1 == 1);
+        let bit = |b: u32| (leaf7.edx >> b) & 1 == 1;
+        let (tile, bf16, int8) = (bit(24), bit(22), bit(25));
         let osxsave = (__cpuid_count(1, 0).ecx >> 27) & 1 == 1;
-        if !(tile && int8 && osxsave) {
-            return false;
+        if !(tile && (int8 || bf16) && osxsave && os_tile_state()) {
+            return Tiles::default();
         }
+        Tiles { int8, bf16 }
+    }
+
+    fn os_tile_state() -> bool {
         let (lo, _hi): (u32, u32);
         // SAFETY: OSXSAVE is set, so `xgetbv` with ECX = 0 is defined.
         unsafe {
@@ -149,8 +169,14 @@ mod amx {
 
 #[cfg(not(target_arch = "x86_64"))]
 mod amx {
-    pub(super) fn detect() -> bool {
-        false
+    #[derive(Debug, Default, Clone, Copy)]
+    pub(super) struct Tiles {
+        pub(super) int8: bool,
+        pub(super) bf16: bool,
+    }
+
+    pub(super) fn detect() -> Tiles {
+        Tiles::default()
     }
 }
 

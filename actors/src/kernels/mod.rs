@@ -5,6 +5,7 @@
 pub mod amx;
 pub mod attention;
 pub mod conv1d;
+pub mod conv1d_bf16;
 pub mod conv1d_int8;
 pub mod conv_transpose1d;
 pub mod cpu;

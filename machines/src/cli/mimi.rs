@@ -57,6 +57,9 @@ pub struct CodecArgs {
     /// Quantize the deep SEANet convs and the downsampling conv to q8_0 (codes may then differ).
     #[arg(long)]
     pub q8_convs: bool,
+    /// Run the long SEANet convs on bf16 values (AMX-BF16 tiles; codes may then differ).
+    #[arg(long)]
+    pub bf16_convs: bool,
     /// Output file.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -158,6 +161,7 @@ pub fn run(cmd: MimiCommand, out: &mut dyn Write) -> Result<(), CliError> {
     let options = MimiOptions {
         q8_transformer: args.q8,
         q8_convs: args.q8_convs,
+        bf16_convs: args.bf16_convs,
     };
     match init.initialize_file(cfg, &model_path, options) {
         InitReply::Initialized { .. } => {}

@@ -99,6 +99,11 @@ pub fn effect_pack_phases(p: &Conv1dKernelParams) -> Result<PackedConv1d, Kernel
     pack(p, Conv1dRoute::Direct, None)
 }
 
+/// Pack bf16 weight tiles (AMX-BF16's A layout; strided convs as their phases).
+pub fn effect_pack_bf16(p: &Conv1dKernelParams) -> Result<PackedConv1d, KernelMachineError> {
+    pack(p, Conv1dRoute::Bf16, None)
+}
+
 /// Pack one `[c_out/groups, c_in/groups]` matrix per kernel tap for the GEMM route.
 pub fn effect_pack_gemm(p: &Conv1dKernelParams) -> Result<PackedConv1d, KernelMachineError> {
     pack(p, Conv1dRoute::Gemm, None)

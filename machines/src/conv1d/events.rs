@@ -31,7 +31,8 @@ pub struct Conv1dKernelParams {
     /// Optional bias `[c_out]`.
     pub bias: Option<Vec<f32>>,
     /// Algorithm of a dense (`c_in/groups > 1`) conv: `Direct` (the fast
-    /// default) or the `Gemm` cross-check route. Depthwise convs have one.
+    /// default), the `Gemm` cross-check route, or `Bf16` values. Depthwise
+    /// convs have one.
     pub dense_route: Conv1dRoute,
     /// `Some`: a causal streaming conv (the conv must be unpadded with
     /// `span ≥ stride`); each execute is one step of the stream.
@@ -53,6 +54,12 @@ impl Conv1dKernelParams {
     /// Ask for the GEMM route (dense convs only).
     pub fn gemm(mut self) -> Self {
         self.dense_route = Conv1dRoute::Gemm;
+        self
+    }
+
+    /// Ask for bf16 weights and inputs with f32 sums (dense convs only; AMX-BF16 tiles).
+    pub fn bf16(mut self) -> Self {
+        self.dense_route = Conv1dRoute::Bf16;
         self
     }
 

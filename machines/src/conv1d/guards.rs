@@ -19,6 +19,8 @@ pub mod route {
     pub const DENSE_PHASES: usize = 3;
     /// Dense, GEMM per kernel tap (the cross-check route, on request).
     pub const DENSE_GEMM: usize = 4;
+    /// Dense on bf16 values (AMX-BF16 tiles), any stride, on request.
+    pub const DENSE_BF16: usize = 5;
 }
 
 /// Output channels per parallel block of the kernel's depthwise route
@@ -45,6 +47,11 @@ fn dense_phases(p: &Conv1dKernelParams) -> bool {
     !is_depthwise(&p.conv) && p.conv.stride > 1 && p.dense_route == Conv1dRoute::Direct
 }
 
+/// Whether the kernel splits `p` into stride phases (its weights grow by the stride).
+fn split_into_phases(p: &Conv1dKernelParams) -> bool {
+    !is_depthwise(&p.conv) && p.conv.stride > 1 && p.dense_route != Conv1dRoute::Gemm
+}
+
 fn weights_problem(p: &Conv1dKernelParams) -> Option<String> {
     let c = &p.conv;
     conv_weights_problem(
@@ -68,7 +75,7 @@ pub fn params_problem(p: &Conv1dKernelParams) -> Option<String> {
     if let Some(problem) = weights_problem(p) {
         return Some(problem);
     }
-    if dense_phases(p) {
+    if split_into_phases(p) {
         // The phase route packs c_out · c_in/groups · stride · ⌈span/stride⌉ weights.
         let phase_weights = c
             .c_out
@@ -133,14 +140,20 @@ pub fn guard_dense_gemm(p: &Conv1dKernelParams) -> bool {
     dense_batch(p) && p.dense_route == Conv1dRoute::Gemm
 }
 
+/// A valid dense batch conv asking for bf16 values (strided convs split into phases first).
+pub fn guard_dense_bf16(p: &Conv1dKernelParams) -> bool {
+    dense_batch(p) && p.dense_route == Conv1dRoute::Bf16
+}
+
 /// The prepare route `p` takes, in table order, or `None` if no guard holds.
 pub fn prepare_route(p: &Conv1dKernelParams) -> Option<usize> {
-    let guards: [fn(&Conv1dKernelParams) -> bool; 5] = [
+    let guards: [fn(&Conv1dKernelParams) -> bool; 6] = [
         guard_streaming_causal,
         guard_depthwise,
         guard_dense_direct,
         guard_dense_phases,
         guard_dense_gemm,
+        guard_dense_bf16,
     ];
     guards.iter().position(|g| g(p))
 }

@@ -1,8 +1,9 @@
 //! `conv1d` plugged into the shared kernel machine.
 
 use super::actions::{
-    effect_build_streaming, effect_convolve, effect_pack_depthwise, effect_pack_direct,
-    effect_pack_gemm, effect_pack_phases, effect_size_workspace, Conv1dScratch, PackedConv1d,
+    effect_build_streaming, effect_convolve, effect_pack_bf16, effect_pack_depthwise,
+    effect_pack_direct, effect_pack_gemm, effect_pack_phases, effect_size_workspace, Conv1dScratch,
+    PackedConv1d,
 };
 use super::events::{Conv1dKernelParams, Conv1dLimits, Conv1dRequest};
 use super::guards::{self, params_problem, route};
@@ -24,6 +25,7 @@ impl KernelContract for Conv1dContract {
         ("guard_dense_direct", "effect_pack_direct"),
         ("guard_dense_phases", "effect_pack_phases"),
         ("guard_dense_gemm", "effect_pack_gemm"),
+        ("guard_dense_bf16", "effect_pack_bf16"),
     ];
     type Params = Conv1dKernelParams;
     type Prepared = PackedConv1d;
@@ -47,6 +49,7 @@ impl KernelContract for Conv1dContract {
             route::DENSE_DIRECT => effect_pack_direct(p),
             route::DENSE_PHASES => effect_pack_phases(p),
             route::DENSE_GEMM => effect_pack_gemm(p),
+            route::DENSE_BF16 => effect_pack_bf16(p),
             other => Err(KernelMachineError::Params(format!(
                 "no prepare route {other}"
             ))),

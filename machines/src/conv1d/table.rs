@@ -11,6 +11,7 @@ pub const TRANSITIONS: &[Transition] = crate::kernel_transitions![
     ("guard_dense_direct", "effect_pack_direct"),
     ("guard_dense_phases", "effect_pack_phases"),
     ("guard_dense_gemm", "effect_pack_gemm"),
+    ("guard_dense_bf16", "effect_pack_bf16"),
 ];
 
 /// The machine's spec.

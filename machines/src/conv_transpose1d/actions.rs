@@ -72,6 +72,13 @@ pub fn effect_pack_polyphase(
     pack(p, Conv1dRoute::Direct, false)
 }
 
+/// Repack every output phase as one stride-1 conv of bf16 weight tiles.
+pub fn effect_pack_polyphase_bf16(
+    p: &ConvTranspose1dKernelParams,
+) -> Result<PackedConvTranspose1d, KernelMachineError> {
+    pack(p, Conv1dRoute::Bf16, false)
+}
+
 /// Keep `[c_in, c_out/groups, kernel]` for one GEMM per channel block plus overlap-add.
 pub fn effect_pack_col2im(
     p: &ConvTranspose1dKernelParams,

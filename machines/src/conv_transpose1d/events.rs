@@ -12,8 +12,9 @@ pub struct ConvTranspose1dKernelParams {
     pub weight: Vec<f32>,
     /// Optional bias `[c_out]`.
     pub bias: Option<Vec<f32>>,
-    /// `Direct` (the default): polyphase where `dilation == 1`; `Gemm`: the
-    /// GEMM + col2im route (the cross-check, and the only one for dilations).
+    /// `Direct` (the default): polyphase where `dilation == 1`; `Bf16`: the
+    /// same on bf16 values; `Gemm`: the GEMM + col2im route (the
+    /// cross-check, and the only one for dilations).
     pub dense_route: Conv1dRoute,
     /// A causal streaming transposed conv (padding 0, dilation 1, kernel ≥
     /// stride): each execute is one step, emitting `t_in · stride` frames.
@@ -35,6 +36,12 @@ impl ConvTranspose1dKernelParams {
     /// Ask for the GEMM + col2im route.
     pub fn gemm(mut self) -> Self {
         self.dense_route = Conv1dRoute::Gemm;
+        self
+    }
+
+    /// Ask for the polyphase conv on bf16 values (AMX-BF16 tiles; `dilation == 1`).
+    pub fn bf16(mut self) -> Self {
+        self.dense_route = Conv1dRoute::Bf16;
         self
     }
 

@@ -18,14 +18,16 @@ pub mod route {
     pub const COL2IM: usize = 2;
     /// One input channel per group, off the polyphase route: direct scatter.
     pub const SCATTER: usize = 3;
+    /// The polyphase conv on bf16 values (AMX-BF16 tiles), on request.
+    pub const POLYPHASE_BF16: usize = 4;
 }
 
 use crate::kernels::guards::conv_weights_problem;
 pub use crate::kernels::guards::MAX_ELEMENTS;
 
-/// The kernel takes the polyphase route: `dilation == 1` and not asked for GEMM.
+/// The kernel takes a polyphase route (f32 or bf16): `dilation == 1` and not asked for GEMM.
 pub fn is_polyphase(p: &ConvTranspose1dKernelParams) -> bool {
-    p.conv.dilation == 1 && p.dense_route == Conv1dRoute::Direct
+    p.conv.dilation == 1 && p.dense_route != Conv1dRoute::Gemm
 }
 
 /// Output frames for `t_in` input frames (`None` if the padding trims more
@@ -111,7 +113,12 @@ pub fn guard_streaming_causal(p: &ConvTranspose1dKernelParams) -> bool {
 
 /// A valid batch transposed conv the kernel runs as one polyphase direct conv.
 pub fn guard_polyphase(p: &ConvTranspose1dKernelParams) -> bool {
-    batch(p) && is_polyphase(p)
+    batch(p) && is_polyphase(p) && p.dense_route == Conv1dRoute::Direct
+}
+
+/// A valid batch transposed conv asking for bf16 values: the polyphase conv on tiles.
+pub fn guard_polyphase_bf16(p: &ConvTranspose1dKernelParams) -> bool {
+    batch(p) && is_polyphase(p) && p.dense_route == Conv1dRoute::Bf16
 }
 
 /// A valid batch transposed conv off the polyphase route with dense groups: GEMM + col2im.
@@ -126,11 +133,12 @@ pub fn guard_depthwise_scatter(p: &ConvTranspose1dKernelParams) -> bool {
 
 /// The prepare route `p` takes, in table order, or `None` if no guard holds.
 pub fn prepare_route(p: &ConvTranspose1dKernelParams) -> Option<usize> {
-    let guards: [fn(&ConvTranspose1dKernelParams) -> bool; 4] = [
+    let guards: [fn(&ConvTranspose1dKernelParams) -> bool; 5] = [
         guard_streaming_causal,
         guard_polyphase,
         guard_gemm_col2im,
         guard_depthwise_scatter,
+        guard_polyphase_bf16,
     ];
     guards.iter().position(|g| g(p))
 }

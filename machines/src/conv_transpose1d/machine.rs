@@ -2,7 +2,8 @@
 
 use super::actions::{
     effect_build_streaming, effect_convolve_transposed, effect_pack_col2im, effect_pack_polyphase,
-    effect_pack_scatter, effect_size_workspace, ConvTranspose1dScratch, PackedConvTranspose1d,
+    effect_pack_polyphase_bf16, effect_pack_scatter, effect_size_workspace, ConvTranspose1dScratch,
+    PackedConvTranspose1d,
 };
 use super::events::{ConvTranspose1dKernelParams, ConvTranspose1dLimits, ConvTranspose1dRequest};
 use super::guards::{self, params_problem, route};
@@ -23,6 +24,7 @@ impl KernelContract for ConvTranspose1dContract {
         ("guard_polyphase", "effect_pack_polyphase"),
         ("guard_gemm_col2im", "effect_pack_col2im"),
         ("guard_depthwise_scatter", "effect_pack_scatter"),
+        ("guard_polyphase_bf16", "effect_pack_polyphase_bf16"),
     ];
     type Params = ConvTranspose1dKernelParams;
     type Prepared = PackedConvTranspose1d;
@@ -48,6 +50,7 @@ impl KernelContract for ConvTranspose1dContract {
             route::POLYPHASE => effect_pack_polyphase(p),
             route::COL2IM => effect_pack_col2im(p),
             route::SCATTER => effect_pack_scatter(p),
+            route::POLYPHASE_BF16 => effect_pack_polyphase_bf16(p),
             other => Err(KernelMachineError::Params(format!(
                 "no prepare route {other}"
             ))),

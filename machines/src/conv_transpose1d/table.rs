@@ -10,6 +10,7 @@ pub const TRANSITIONS: &[Transition] = crate::kernel_transitions![
     ("guard_polyphase", "effect_pack_polyphase"),
     ("guard_gemm_col2im", "effect_pack_col2im"),
     ("guard_depthwise_scatter", "effect_pack_scatter"),
+    ("guard_polyphase_bf16", "effect_pack_polyphase_bf16"),
 ];
 
 /// The machine's spec.

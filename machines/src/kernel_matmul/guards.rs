@@ -20,6 +20,8 @@ pub mod route {
     pub const INT8: usize = 4;
     /// GGML q4_0 weights.
     pub const Q4_0: usize = 5;
+    /// GGML q8_0 weights against i16 block-quantized activations.
+    pub const Q8_0_ACT16: usize = 6;
 }
 
 /// The prepare route of a weight format (ignoring whether it is consistent).
@@ -30,6 +32,7 @@ pub fn format_route(w: &MatmulWeights) -> usize {
         MatmulWeights::Bf16(_) => route::BF16,
         MatmulWeights::Q8_0(_) => route::Q8_0,
         MatmulWeights::Q4_0(_) => route::Q4_0,
+        MatmulWeights::Q8_0Act16(_) => route::Q8_0_ACT16,
         MatmulWeights::Int8 { .. } => route::INT8,
     }
 }
@@ -69,7 +72,9 @@ fn weights_problem(p: &MatmulParams, nk: usize) -> Option<String> {
         MatmulWeights::F32(w) => len_problem("f32 weights", w.len(), nk),
         MatmulWeights::F16(w) => len_problem("f16 weights", w.len(), nk),
         MatmulWeights::Bf16(w) => len_problem("bf16 weights", w.len(), nk),
-        MatmulWeights::Q8_0(bytes) | MatmulWeights::Q4_0(bytes)
+        MatmulWeights::Q8_0(bytes)
+        | MatmulWeights::Q4_0(bytes)
+        | MatmulWeights::Q8_0Act16(bytes)
             if !p.k.is_multiple_of(Q8_0_BLOCK) =>
         {
             Some(format!(
@@ -78,7 +83,7 @@ fn weights_problem(p: &MatmulParams, nk: usize) -> Option<String> {
                 bytes.len()
             ))
         }
-        MatmulWeights::Q8_0(bytes) => len_problem(
+        MatmulWeights::Q8_0(bytes) | MatmulWeights::Q8_0Act16(bytes) => len_problem(
             "q8_0 bytes",
             bytes.len(),
             nk / Q8_0_BLOCK * Q8_0_BLOCK_BYTES,
@@ -139,6 +144,11 @@ pub fn guard_weights_q4_0(p: &MatmulParams) -> bool {
     consistent_as(p, route::Q4_0)
 }
 
+/// Consistent q8_0 weights for the i16-activation route (k a multiple of 32, whole blocks).
+pub fn guard_weights_q8_0_act16(p: &MatmulParams) -> bool {
+    consistent_as(p, route::Q8_0_ACT16)
+}
+
 /// Consistent int8/uint8 weights (scales and zero points per tensor or per channel).
 pub fn guard_weights_int8(p: &MatmulParams) -> bool {
     consistent_as(p, route::INT8)
@@ -146,13 +156,14 @@ pub fn guard_weights_int8(p: &MatmulParams) -> bool {
 
 /// The prepare route `p` takes, in table order, or `None` if no guard holds.
 pub fn prepare_route(p: &MatmulParams) -> Option<usize> {
-    let guards: [fn(&MatmulParams) -> bool; 6] = [
+    let guards: [fn(&MatmulParams) -> bool; 7] = [
         guard_weights_f32,
         guard_weights_f16,
         guard_weights_bf16,
         guard_weights_q8_0,
         guard_weights_int8,
         guard_weights_q4_0,
+        guard_weights_q8_0_act16,
     ];
     guards.iter().position(|g| g(p))
 }

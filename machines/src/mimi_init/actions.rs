@@ -76,7 +76,11 @@ pub fn effect_reply_initialized(m: &mut MimiInitMachine, sink: &mut InitSink) {
                     let (x, y) = c.route_total(WeightFormat::Bf16);
                     (a + x, b + y)
                 },
-                q8_0: c.route_total(WeightFormat::Q8_0),
+                q8_0: {
+                    let (a, b) = c.route_total(WeightFormat::Q8_0);
+                    let (x, y) = c.route_total(WeightFormat::Q8_0Act16);
+                    (a + x, b + y)
+                },
             },
         });
     }

@@ -88,7 +88,8 @@ impl MimiInitEvent {
 pub struct RouteCounts {
     /// Linears kept in f32: `(count, bytes)`.
     pub f32: (usize, usize),
-    /// Linears on the native half route (f16 or bf16 as stored).
+    /// Linears on the native half route (f16 or bf16 as stored), and with
+    /// `bf16_convs` the kernel-route convs on bf16.
     pub half: (usize, usize),
     /// Linears (and, with `q8_convs`, matmul-route convs) quantized to q8_0.
     pub q8_0: (usize, usize),

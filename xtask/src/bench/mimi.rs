@@ -64,7 +64,7 @@ impl Source {
         v
     }
 
-    fn load(&self, q8: bool, q8_convs: bool) -> Result<MimiModel, String> {
+    fn load(&self, opts: MimiOptions) -> Result<MimiModel, String> {
         let cfg = match &self.config {
             Some(c) => MimiConfig::from_file(c).map_err(|e| e.to_string())?,
             None => MimiConfig::default(),
@@ -75,10 +75,6 @@ impl Source {
                 MimiWeights::from_file(&cfg, &f).map_err(|e| e.to_string())?
             }
             None => MimiWeights::synthetic(&cfg, 1),
-        };
-        let opts = MimiOptions {
-            q8_transformer: q8,
-            q8_convs,
         };
         let contract = BindContract::plan(&cfg, &w, opts).map_err(|e| e.to_string())?;
         MimiModel::bind(cfg, w, contract).map_err(|e| e.to_string())
@@ -105,15 +101,60 @@ fn signal(samples: usize) -> Vec<f32> {
         .collect()
 }
 
-/// The weights column: which tensors are q8_0.
-fn weights_label(q8: bool, q8_convs: bool) -> &'static str {
-    match (q8, q8_convs) {
-        (false, false) => "f32",
-        (true, false) => "q8_0 linears",
-        (false, true) => "q8_0 convs",
-        (true, true) => "q8_0 linears + convs",
+/// The weights column: which tensors are q8_0 or bf16.
+fn weights_label(o: MimiOptions) -> String {
+    let mut parts = Vec::new();
+    match (o.q8_transformer, o.q8_convs) {
+        (true, true) => parts.push("q8_0 linears + deep convs"),
+        (true, false) => parts.push("q8_0 linears"),
+        (false, true) => parts.push("q8_0 deep convs"),
+        (false, false) => {}
+    }
+    if o.bf16_convs {
+        parts.push("bf16 long convs");
+    }
+    if parts.is_empty() {
+        "f32".into()
+    } else {
+        parts.join(", ")
     }
 }
+
+/// The weight configurations the bench runs, with their child flags.
+const CONFIGS: [(MimiOptions, &[&str]); 4] = [
+    (
+        MimiOptions {
+            q8_transformer: false,
+            q8_convs: false,
+            bf16_convs: false,
+        },
+        &[],
+    ),
+    (
+        MimiOptions {
+            q8_transformer: true,
+            q8_convs: false,
+            bf16_convs: false,
+        },
+        &["--q8"],
+    ),
+    (
+        MimiOptions {
+            q8_transformer: true,
+            q8_convs: true,
+            bf16_convs: false,
+        },
+        &["--q8", "--q8-convs"],
+    ),
+    (
+        MimiOptions {
+            q8_transformer: true,
+            q8_convs: true,
+            bf16_convs: true,
+        },
+        &["--q8", "--q8-convs", "--bf16-convs"],
+    ),
+];
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
@@ -123,22 +164,23 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// The child: one mode × weights × threads, printed as one JSON line.
 pub fn child(args: &[String]) -> Result<(), String> {
     let mut src = Source::default();
-    let (mut mode, mut q8, mut q8_convs, mut threads) =
-        (String::from("encode"), false, false, 1usize);
+    let (mut mode, mut opts, mut threads) =
+        (String::from("encode"), MimiOptions::default(), 1usize);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
         match a.as_str() {
             "--mode" => mode = val()?,
-            "--q8" => q8 = true,
-            "--q8-convs" => q8_convs = true,
+            "--q8" => opts.q8_transformer = true,
+            "--q8-convs" => opts.q8_convs = true,
+            "--bf16-convs" => opts.bf16_convs = true,
             "--threads" => threads = val()?.parse().map_err(|e| format!("--threads: {e}"))?,
             "--model" => src.model = Some(val()?.into()),
             "--config" => src.config = Some(val()?.into()),
             other => return Err(format!("mimi-child: unknown argument `{other}`")),
         }
     }
-    let model = Arc::new(src.load(q8, q8_convs)?);
+    let model = Arc::new(src.load(opts)?);
     let pool = LanePool::new(threads).map_err(|e| e.to_string())?;
     let (fs, k) = (model.frame_size(), model.num_codebooks());
     let bins = model.config().quantizer.bins as u32;
@@ -195,7 +237,7 @@ pub fn child(args: &[String]) -> Result<(), String> {
     println!(
         "{}",
         json!({
-            "mode": mode, "weights": weights_label(q8, q8_convs), "threads": threads,
+            "mode": mode, "weights": weights_label(opts), "threads": threads,
             "rtf": total / audio, "p50_ms": percentile(&times, 0.5) * 1e3,
             "p99_ms": percentile(&times, 0.99) * 1e3, "peak_rss_mb": peak_rss_mb(),
             "frame_bytes": frame_bytes,
@@ -246,18 +288,13 @@ pub fn run(opts: &BenchOptions, extra: &[String]) -> Result<(), String> {
     }
     let mut results = Vec::new();
     for mode in ["encode", "decode"] {
-        for (q8, q8_convs) in [(false, false), (true, false), (true, true)] {
+        for (_, flags) in CONFIGS {
             for &threads in &opts.threads {
                 let mut cmd = std::process::Command::new(&exe);
                 cmd.args(["bench", "mimi-child", "--mode", mode, "--threads"])
                     .arg(threads.to_string())
                     .args(src.args());
-                if q8 {
-                    cmd.arg("--q8");
-                }
-                if q8_convs {
-                    cmd.arg("--q8-convs");
-                }
+                cmd.args(flags);
                 let out = cmd.output().map_err(|e| format!("mimi child: {e}"))?;
                 if !out.status.success() {
                     return Err(format!(

@@ -20,6 +20,7 @@ mod dense_f32;
 mod half;
 mod int8;
 mod q8_0;
+mod q8_0_act16;
 pub mod reference;
 
 use super::cpu::{self, SimdLevel};
@@ -53,6 +54,9 @@ pub enum WeightFormat {
     Q8_0,
     /// GGML q4_0: blocks of 32 nibbles with one f16 scale, value `d * (q − 8)`.
     Q4_0,
+    /// GGML q8_0 weights against activations quantized per block of 32 to
+    /// i16 (integer block sums; AVX512-VNNI `vpdpwssd` where the CPU has it).
+    Q8_0Act16,
     /// Integer weights with per-output-channel scale and zero point (onnxruntime dynamic quantization).
     Int8,
 }
@@ -70,6 +74,7 @@ enum Packed {
     F32(Vec<f32>),
     Half(self::half::HalfWeights),
     Q8_0(self::q8_0::Q8Weights),
+    Q8Act16(self::q8_0_act16::Act16Weights),
     Int8(self::int8::Int8Weights),
 }
 
@@ -147,6 +152,25 @@ impl Weights {
         })
     }
 
+    /// Prepare GGML `q8_0` bytes for the i16-activation route ([`WeightFormat::Q8_0Act16`]).
+    pub fn q8_0_act16_from_ggml(bytes: &[u8], n: usize, k: usize) -> Result<Self, KernelError> {
+        check_dims(n, k)?;
+        let packed = self::q8_0_act16::Act16Weights::from_ggml(bytes, n, k)?;
+        Ok(Self {
+            n,
+            k,
+            packed: Packed::Q8Act16(packed),
+        })
+    }
+
+    /// Quantize f32 `w[N,K]` to `q8_0` (GGML's reference quantizer) for the i16-activation route.
+    pub fn q8_0_act16_from_f32(w: &[f32], n: usize, k: usize) -> Result<Self, KernelError> {
+        check_dims(n, k)?;
+        check_len("q8_0 source weights", n * k, w.len())?;
+        let bytes = quantize_q8_0(w, k)?;
+        Self::q8_0_act16_from_ggml(&bytes, n, k)
+    }
+
     /// Quantize f32 `w[N,K]` to `q4_0` as GGML's reference quantizer does, then prepare it.
     pub fn q4_0_from_f32(w: &[f32], n: usize, k: usize) -> Result<Self, KernelError> {
         check_dims(n, k)?;
@@ -203,6 +227,7 @@ impl Weights {
             },
             Packed::Q8_0(q) if q.q4 => WeightFormat::Q4_0,
             Packed::Q8_0(_) => WeightFormat::Q8_0,
+            Packed::Q8Act16(_) => WeightFormat::Q8_0Act16,
             Packed::Int8(_) => WeightFormat::Int8,
         }
     }
@@ -213,6 +238,7 @@ impl Weights {
             Packed::F32(w) => w.len() * 4,
             Packed::Half(h) => h.bits.len() * 2,
             Packed::Q8_0(q) => q.quants.len() + q.scales.len() * 4,
+            Packed::Q8Act16(q) => q.bytes(),
             Packed::Int8(w) => w.quants.len() + w.row_sums.len() * 4,
         }
     }
@@ -228,13 +254,15 @@ pub fn transpose<T: Copy>(src: &[T], rows: usize, cols: usize) -> Result<Vec<T>,
     Ok(out)
 }
 
-/// Scratch for [`matmul_ws`]: quantized activations for int8 weights.
+/// Scratch for [`matmul_ws`]: quantized activations for int8 and
+/// [`WeightFormat::Q8_0Act16`] weights.
 ///
 /// Create it once per call site with the largest `M·K` it will see, so the
 /// per-frame path never allocates.
 #[derive(Debug, Clone, Default)]
 pub struct MatmulWorkspace {
     int8: self::int8::Int8Scratch,
+    act16: self::q8_0_act16::Act16Scratch,
 }
 
 impl MatmulWorkspace {
@@ -242,7 +270,20 @@ impl MatmulWorkspace {
     pub fn new(max_m: usize, k: usize) -> Self {
         Self {
             int8: self::int8::Int8Scratch::new(max_m, k),
+            act16: self::q8_0_act16::Act16Scratch::new(max_m, k),
         }
+    }
+
+    /// Grow so `weights` runs on up to `max_m` rows without allocating.
+    pub fn reserve(&mut self, weights: &Weights, max_m: usize) {
+        if let Packed::Q8Act16(_) = weights.packed {
+            self.act16.reserve(max_m, weights.k);
+        }
+    }
+
+    /// 4-byte words held (workspace sizing).
+    pub fn words(&self) -> usize {
+        self.act16.words()
     }
 }
 
@@ -355,6 +396,9 @@ pub fn matmul_with(
         Packed::F32(w) => self::dense_f32::run(level, a, m, k, n, w, bias, out, lanes),
         Packed::Half(h) => self::half::run(level, a, m, k, n, h, bias, out, lanes),
         Packed::Q8_0(q) => self::q8_0::run(level, a, m, k, n, q, bias, out, lanes),
+        Packed::Q8Act16(w) => {
+            self::q8_0_act16::run(level, a, m, k, n, w, bias, out, &mut ws.act16, lanes)
+        }
         Packed::Int8(w) => self::int8::run(level, a, m, k, n, w, bias, out, &mut ws.int8, lanes),
     }
 }

@@ -32,6 +32,11 @@ fn float_weights(format: WeightFormat, seed: u64, n: usize, k: usize) -> (Weight
             let dense = reference::dequantize_q8_0(&bytes).unwrap();
             (Weights::q8_0_from_ggml(&bytes, n, k).unwrap(), dense)
         }
+        WeightFormat::Q8_0Act16 => {
+            let bytes = quantize_q8_0(&src, k).unwrap();
+            let dense = reference::dequantize_q8_0(&bytes).unwrap();
+            (Weights::q8_0_act16_from_ggml(&bytes, n, k).unwrap(), dense)
+        }
         WeightFormat::Q4_0 => {
             let bytes = quantize_q4_0(&src, k).unwrap();
             let dense = reference::dequantize_q4_0(&bytes).unwrap();
@@ -45,13 +50,45 @@ fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
-const FLOATS: [WeightFormat; 5] = [
+const FLOATS: [WeightFormat; 6] = [
     WeightFormat::F32,
     WeightFormat::F16,
     WeightFormat::Bf16,
     WeightFormat::Q8_0,
     WeightFormat::Q4_0,
+    WeightFormat::Q8_0Act16,
 ];
+
+/// The error [`WeightFormat::Q8_0Act16`]'s activation rounding may add per
+/// output: `Σ_j |w_j| · dx_b / 2` with `dx_b` its row's block scale (0 for
+/// the other formats, whose activations stay f32).
+fn activation_error(
+    format: WeightFormat,
+    a: &[f32],
+    m: usize,
+    k: usize,
+    w: &[f32],
+    n: usize,
+) -> Vec<f32> {
+    let mut e = vec![0.0f32; m * n];
+    if format != WeightFormat::Q8_0Act16 {
+        return e;
+    }
+    for r in 0..m {
+        for c in 0..n {
+            let mut s = 0.0f64;
+            for (xb, wb) in a[r * k..(r + 1) * k]
+                .chunks(32)
+                .zip(w[c * k..(c + 1) * k].chunks(32))
+            {
+                let amax = xb.iter().fold(0.0f32, |m, v| m.max(v.abs())) as f64;
+                s += wb.iter().map(|v| v.abs() as f64).sum::<f64>() * amax / 32767.0 / 2.0;
+            }
+            e[r * n + c] = (s * 1.01) as f32;
+        }
+    }
+    e
+}
 
 fn check_float(format: WeightFormat, m: usize, n: usize, k: usize, with_bias: bool, seed: u64) {
     let (w, dense) = float_weights(format, seed, n, k);
@@ -60,6 +97,7 @@ fn check_float(format: WeightFormat, m: usize, n: usize, k: usize, with_bias: bo
     let bias = with_bias.then_some(&b[..]);
     let want = reference::matmul_f32(&a, m, k, &dense, n, bias).unwrap();
     let mag = reference::magnitudes(&a, m, k, &dense, n);
+    let act = activation_error(format, &a, m, k, &dense, n);
     let pool = LanePool::new(1).unwrap();
     let mut ws = MatmulWorkspace::default();
     let mut first: Option<Vec<f32>> = None;
@@ -68,7 +106,7 @@ fn check_float(format: WeightFormat, m: usize, n: usize, k: usize, with_bias: bo
         matmul_with(level, &a, m, k, &w, bias, &mut got, &mut ws, &pool).unwrap();
         for i in 0..m * n {
             assert!(
-                (got[i] - want[i]).abs() <= 1e-5 * mag[i] + 1e-6,
+                (got[i] - want[i]).abs() <= 1e-5 * mag[i] + act[i] + 1e-6,
                 "{format:?} {level:?} m={m} n={n} k={k} [{i}]: {} vs {}",
                 got[i],
                 want[i]
@@ -148,6 +186,12 @@ proptest! {
     }
 
     #[test]
+    fn q8_0_act16_matches_reference(m in 1usize..10, n in 1usize..90, blocks in 1usize..9,
+                                    bias in any::<bool>(), seed in any::<u64>()) {
+        check_float(WeightFormat::Q8_0Act16, m, n, blocks * Q8_0_BLOCK, bias, seed);
+    }
+
+    #[test]
     fn q4_0_matches_reference(m in 1usize..10, n in 1usize..90, blocks in 1usize..9,
                               bias in any::<bool>(), seed in any::<u64>()) {
         check_float(WeightFormat::Q4_0, m, n, blocks * Q8_0_BLOCK, bias, seed);
@@ -159,7 +203,7 @@ proptest! {
         // Grouped small-M routes (streaming frames) give each row the bits of
         // its m = 1 matvec, for f32 and q8_0 weights.
         let k = blocks * Q8_0_BLOCK;
-        for format in [WeightFormat::F32, WeightFormat::Q8_0, WeightFormat::Q4_0] {
+        for format in [WeightFormat::F32, WeightFormat::Q8_0, WeightFormat::Q4_0, WeightFormat::Q8_0Act16] {
             let (w, _) = float_weights(format, seed, n, k);
             let a = rnd_vec(seed ^ 0x77, m * k);
             let pool = LanePool::new(2).unwrap();
@@ -202,6 +246,17 @@ fn edge_shapes() {
     }
     check_float(WeightFormat::Q8_0, 7, 70, 32 * 20, true, 42);
     check_float(WeightFormat::Q4_0, 7, 70, 32 * 20, true, 42);
+    check_float(WeightFormat::Q8_0Act16, 7, 70, 32 * 20, true, 42);
+    // Zero and huge blocks: the scale of an all-zero block is 0, not NaN.
+    let (w, dense) = float_weights(WeightFormat::Q8_0Act16, 5, 20, 64);
+    let mut a = vec![0.0f32; 64];
+    a[40] = 3.0e30;
+    let want = reference::matmul_f32(&a, 1, 64, &dense, 20, None).unwrap();
+    let mut got = vec![f32::NAN; 20];
+    matmul(&a, 1, 64, &w, None, &mut got, &LanePool::new(1).unwrap()).unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-4 * w.abs() + 1e-6, "{g} vs {w}");
+    }
 }
 
 #[test]

@@ -9,9 +9,10 @@
 //! refuse a session that does not fit before allocating anything.
 
 use super::config::MimiConfig;
+use super::conv::ConvRoute;
 use super::error::MimiError;
 use super::resample::DOWNSAMPLE_WEIGHT;
-use super::seanet::matmul_weights;
+use super::seanet::conv_weights;
 use super::weights::{expected_tensors, MimiWeights};
 use crate::kernels::matmul::WeightFormat;
 use voxlane_runtime::weights::DType;
@@ -26,7 +27,28 @@ pub struct MimiOptions {
     /// layers and the downsampling conv: most of a frame's weight bytes) to
     /// q8_0 (off by default, for the same reason).
     pub q8_convs: bool,
+    /// Run the convs that stream on the conv kernels (SEANet's long early
+    /// and late layers: most of a frame's MACs) on bf16 weights and inputs
+    /// with f32 sums, on AMX-BF16 tiles where the CPU has them (off by
+    /// default; elsewhere the same arithmetic is emulated, slower than f32).
+    pub bf16_convs: bool,
 }
+
+/// The format of the q8 options: q8_0 weights against activations rounded
+/// per block to i16, whose integer block sums run several times faster than
+/// widening q8_0 to f32 for a streaming step's 1–16 rows (AVX512-VNNI,
+/// AVX2, or scalar with the same bits).
+pub const Q8_FORMAT: WeightFormat = WeightFormat::Q8_0Act16;
+
+/// Convs with fewer input or output channels stay off bf16 (a 1-channel
+/// conv is cheaper than packing its input to bf16 tiles).
+pub const BF16_MIN_CHANNELS: usize = 16;
+/// The decoder's matmul-route convs computing at least this many frames per
+/// streaming step move to the bf16 tiles too: half a 32-frame tile already
+/// beats the grouped matvecs, which are bound by compute there, not by
+/// weight bytes. (The encoder's stay q8_0/f32: on bf16 they left 93.9% of
+/// the fixture's codes equal to PyTorch's, under the 95% the q8 option keeps.)
+pub const BF16_MIN_FRAMES: usize = 16;
 
 /// The route one transformer linear or matmul-route conv takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +69,9 @@ impl TensorRoute {
             WeightFormat::F32 => 4 * n,
             WeightFormat::F16 | WeightFormat::Bf16 => 2 * n,
             // 32 int8 values + one f16 scale per block.
-            WeightFormat::Q8_0 => self.shape[0] * self.shape[1].div_ceil(32) * 34,
+            WeightFormat::Q8_0 | WeightFormat::Q8_0Act16 => {
+                self.shape[0] * self.shape[1].div_ceil(32) * 34
+            }
             // 32 nibbles + one f16 scale per block.
             WeightFormat::Q4_0 => self.shape[0] * self.shape[1].div_ceil(32) * 18,
             WeightFormat::Int8 => n,
@@ -113,7 +137,7 @@ impl BindContract {
                 return Err(MimiError::MissingTensors(vec![e.name]));
             }
             let format = if options.q8_transformer {
-                WeightFormat::Q8_0
+                Q8_FORMAT
             } else {
                 match weights.stored_dtype(&e.name) {
                     DType::F16 => WeightFormat::F16,
@@ -127,21 +151,32 @@ impl BindContract {
                 format,
             });
         }
-        if options.q8_convs {
-            let (dim, s) = (cfg.seanet.dimension, cfg.resample_stride());
-            let mut convs = matmul_weights(&cfg.seanet, false, cfg.frame_size());
-            convs.extend(matmul_weights(&cfg.seanet, true, s));
-            if s > 1 {
-                convs.push((DOWNSAMPLE_WEIGHT.to_string(), [dim, dim * 2 * s]));
-            }
-            // q8_0 blocks run along K: layers whose K is not whole blocks stay f32.
-            routes.extend(convs.into_iter().filter(|(_, [_, k])| k % 32 == 0).map(
-                |(name, shape)| TensorRoute {
-                    name,
-                    shape,
-                    format: WeightFormat::Q8_0,
-                },
-            ));
+        let (dim, s) = (cfg.seanet.dimension, cfg.resample_stride());
+        let encoder = conv_weights(&cfg.seanet, false, cfg.frame_size());
+        let decoder = conv_weights(&cfg.seanet, true, s);
+        let sides = encoder.into_iter().map(|c| (c, false));
+        for (c, decoding) in sides.chain(decoder.into_iter().map(|c| (c, true))) {
+            let bf16 = options.bf16_convs && c.min_channels >= BF16_MIN_CHANNELS;
+            let wide = decoding && c.frames >= BF16_MIN_FRAMES;
+            let format = match c.route {
+                ConvRoute::Kernel if bf16 => WeightFormat::Bf16,
+                ConvRoute::Matmul if bf16 && wide => WeightFormat::Bf16,
+                // q8_0 blocks run along K: layers whose K is not whole blocks stay f32.
+                ConvRoute::Matmul if options.q8_convs && c.shape[1] % 32 == 0 => Q8_FORMAT,
+                _ => continue,
+            };
+            routes.push(TensorRoute {
+                name: c.name,
+                shape: c.shape,
+                format,
+            });
+        }
+        if options.q8_convs && s > 1 && (dim * 2 * s) % 32 == 0 {
+            routes.push(TensorRoute {
+                name: DOWNSAMPLE_WEIGHT.to_string(),
+                shape: [dim, dim * 2 * s],
+                format: Q8_FORMAT,
+            });
         }
         let mut plan = Self {
             options,
@@ -186,8 +221,9 @@ impl BindContract {
         self.options
     }
 
-    /// Every transformer linear with its route, then (with
-    /// [`MimiOptions::q8_convs`]) every conv weight on q8_0.
+    /// Every transformer linear with its route, then the convs the options
+    /// move off f32: q8_0 ([`MimiOptions::q8_convs`]) and bf16
+    /// ([`MimiOptions::bf16_convs`]), in layer order.
     pub fn routes(&self) -> &[TensorRoute] {
         &self.routes
     }

@@ -8,7 +8,8 @@
 //! - transposed conv: the `kernel − stride` overlapping output frames are
 //!   carried (minus bias) into the next step's start, as `StreamingConvTranspose1d`.
 //!
-//! Routes ([`ConvRoute`], chosen per layer from its streaming frame count):
+//! Routes ([`ConvRoute`], chosen per layer from its streaming frame count,
+//! the weight format from the bind contract):
 //! the conv kernels vectorise over time, which idles most SIMD lanes and
 //! every extra thread when a streaming step has only 2–16 output frames
 //! (Mimi's deep layers). There the layer is a product over output rows:
@@ -19,10 +20,11 @@
 //! matvecs (each weight chunk read once per 4 frames, no allocation) for a
 //! streaming step's few frames, `sgemm` tiles for long batch blocks; lanes
 //! split output rows into fixed chunks, so the bits do not depend on the
-//! thread budget.
+//! thread budget. Long steps on the conv kernels may run on bf16 values
+//! ([`ConvRoute::KernelBf16`], AMX-BF16 tiles) where the contract says so.
 
 use super::error::MimiError;
-use crate::kernels::conv1d::{Conv1d, Conv1dParams, Conv1dWorkspace};
+use crate::kernels::conv1d::{Conv1d, Conv1dParams, Conv1dRoute, Conv1dWorkspace};
 use crate::kernels::conv_transpose1d::{
     ConvTranspose1d, ConvTranspose1dParams, ConvTranspose1dWorkspace,
 };
@@ -44,6 +46,9 @@ pub const MATMUL_MAX_FRAMES: usize = 16;
 pub enum ConvRoute {
     /// The conv kernels (vectorised over time).
     Kernel,
+    /// The conv kernels on bf16 weights and inputs with f32 sums
+    /// ([`Conv1dRoute::Bf16`]: AMX-BF16 tiles).
+    KernelBf16,
     /// im2col + dot products over output rows (few frames per step).
     Matmul,
     /// As [`ConvRoute::Matmul`] on q8_0 weights (a quarter of the bytes a
@@ -55,17 +60,34 @@ impl ConvRoute {
     /// Weights `[n, k]` in this matmul route's format.
     fn weights(self, w: Vec<f32>, n: usize, k: usize) -> Result<Weights, MimiError> {
         Ok(match self {
-            ConvRoute::MatmulQ8 => Weights::q8_0_from_f32(&w, n, k)?,
+            ConvRoute::MatmulQ8 => Weights::q8_0_act16_from_f32(&w, n, k)?,
             _ => Weights::f32(w, n, k)?,
         })
     }
 
     /// This route on weights the bind contract planned in `format`: the
-    /// matmul route becomes [`ConvRoute::MatmulQ8`] on q8_0.
+    /// matmul route becomes [`ConvRoute::MatmulQ8`] on q8_0, either route
+    /// [`ConvRoute::KernelBf16`] on bf16.
     pub fn with_format(self, format: WeightFormat) -> Self {
         match (self, format) {
-            (ConvRoute::Matmul, WeightFormat::Q8_0) => ConvRoute::MatmulQ8,
+            (ConvRoute::Matmul, WeightFormat::Q8_0 | WeightFormat::Q8_0Act16) => {
+                ConvRoute::MatmulQ8
+            }
+            (ConvRoute::Kernel | ConvRoute::Matmul, WeightFormat::Bf16) => ConvRoute::KernelBf16,
             (r, _) => r,
+        }
+    }
+
+    /// Whether layers on this route are products over output rows.
+    fn is_matmul(self) -> bool {
+        matches!(self, ConvRoute::Matmul | ConvRoute::MatmulQ8)
+    }
+
+    /// The conv kernels' dense route for this one.
+    fn kernel_route(self) -> Conv1dRoute {
+        match self {
+            ConvRoute::KernelBf16 => Conv1dRoute::Bf16,
+            _ => Conv1dRoute::Direct,
         }
     }
 
@@ -121,6 +143,7 @@ impl ConvScratch {
             + self.rows.len()
             + self.ws.floats()
             + self.tr_ws.floats()
+            + self.mm.words()
     }
 }
 
@@ -189,7 +212,7 @@ impl CausalConv {
                 "conv kernel span {span} shorter than stride {stride}"
             )));
         }
-        let conv = if route != ConvRoute::Kernel && groups == 1 {
+        let conv = if route.is_matmul() && groups == 1 {
             if weight.len() != c_out * c_in * kernel {
                 return Err(MimiError::Input(format!(
                     "conv weight of {} values for {c_out}×{c_in}×{kernel}",
@@ -201,7 +224,12 @@ impl CausalConv {
                 bias.map(<[f32]>::to_vec),
             )
         } else {
-            ConvImpl::Kernel(Conv1d::new(params, weight, bias)?)
+            ConvImpl::Kernel(Conv1d::with_route(
+                params,
+                weight,
+                bias,
+                route.kernel_route(),
+            )?)
         };
         Ok(Self {
             conv,
@@ -238,9 +266,10 @@ impl CausalConv {
         grow(&mut sc.cat, self.c_in * (self.hist + t));
         match &self.conv {
             ConvImpl::Kernel(c) => sc.ws.reserve(c, self.hist + t)?,
-            ConvImpl::Matmul(..) => {
+            ConvImpl::Matmul(w, _) => {
                 grow(&mut sc.cols, BLOCK_T * self.c_in * self.kernel);
                 grow(&mut sc.rows, BLOCK_T * self.c_out);
+                sc.mm.reserve(w, BLOCK_T);
             }
         }
         Ok(())
@@ -394,7 +423,7 @@ impl CausalConvTr {
         let params = ConvTranspose1dParams::new(c_in, c_out, kernel)
             .stride(stride)
             .groups(groups);
-        let conv = if route != ConvRoute::Kernel && groups == 1 {
+        let conv = if route.is_matmul() && groups == 1 {
             // [c_in, c_out, k] → [(c_out, k), c_in].
             let n = c_out * kernel;
             if weight.len() != c_in * n {
@@ -411,7 +440,12 @@ impl CausalConvTr {
             }
             ConvTrImpl::Matmul(route.weights(packed, n, c_in)?)
         } else {
-            ConvTrImpl::Kernel(ConvTranspose1d::new(params, weight, bias)?)
+            ConvTrImpl::Kernel(ConvTranspose1d::with_route(
+                params,
+                weight,
+                bias,
+                route.kernel_route(),
+            )?)
         };
         Ok(Self {
             conv,
@@ -446,9 +480,10 @@ impl CausalConvTr {
         );
         match &self.conv {
             ConvTrImpl::Kernel(c) => sc.tr_ws.reserve(c, t)?,
-            ConvTrImpl::Matmul(_) => {
+            ConvTrImpl::Matmul(w) => {
                 grow(&mut sc.cols, BLOCK_T * self.c_in);
                 grow(&mut sc.rows, BLOCK_T * self.c_out * self.kernel);
+                sc.mm.reserve(w, BLOCK_T);
             }
         }
         Ok(())

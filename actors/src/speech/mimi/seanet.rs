@@ -192,15 +192,27 @@ pub fn layout(cfg: &SeanetConfig, decoder: bool) -> Vec<Block> {
     blocks
 }
 
-/// The conv weights of the encoder or decoder that stream on the matmul
-/// route when each step takes `stream_t` input frames (the deep layers,
-/// where the weight bytes are), with `[N, K]` as that route packs them:
-/// `[c_out, c_in·k]` for a conv, `[c_out·k, c_in]` for a transposed one.
-pub fn matmul_weights(
-    cfg: &SeanetConfig,
-    decoder: bool,
-    stream_t: usize,
-) -> Vec<(String, [usize; 2])> {
+/// One conv weight of the encoder or decoder and the route its layer streams on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConvWeight {
+    /// Official tensor name.
+    pub name: String,
+    /// `[N, K]` as the matmul route packs it: `[c_out, c_in·k]` for a conv,
+    /// `[c_out·k, c_in]` for a transposed one.
+    pub shape: [usize; 2],
+    /// The smaller of its input and output channel counts.
+    pub min_channels: usize,
+    /// Frames a streaming step computes: output frames of a conv, input
+    /// frames of a transposed conv (its polyphase conv's outputs).
+    pub frames: usize,
+    /// [`ConvRoute::Matmul`] (the deep layers, where the weight bytes are)
+    /// or [`ConvRoute::Kernel`] (the long early/late layers, where the MACs are).
+    pub route: ConvRoute,
+}
+
+/// Every conv weight of the encoder or decoder with the route its layer
+/// takes when each streaming step has `stream_t` input frames.
+pub fn conv_weights(cfg: &SeanetConfig, decoder: bool, stream_t: usize) -> Vec<ConvWeight> {
     let mut t = stream_t;
     let mut out = Vec::new();
     for block in layout(cfg, decoder) {
@@ -209,14 +221,21 @@ pub fn matmul_weights(
             Block::ConvTr { stride, .. } => t *= stride,
             Block::Elu | Block::Res { .. } => {}
         }
-        if ConvRoute::for_frames(t) == ConvRoute::Kernel {
-            continue;
-        }
-        let transposed = matches!(block, Block::ConvTr { .. });
+        let route = ConvRoute::for_frames(t);
+        let (transposed, frames) = match &block {
+            Block::ConvTr { stride, .. } => (true, t / stride),
+            _ => (false, t),
+        };
         for (name, shape) in block.tensors() {
             if let (true, &[a, b, k]) = (name.ends_with(".weight"), shape.as_slice()) {
                 let nk = if transposed { [b * k, a] } else { [a, b * k] };
-                out.push((name, nk));
+                out.push(ConvWeight {
+                    name,
+                    shape: nk,
+                    min_channels: a.min(b),
+                    frames,
+                    route,
+                });
             }
         }
     }
