@@ -32,6 +32,7 @@ pub use self::int8::{quantize_activations, ActivationQuant, IntWeights};
 pub use self::q8_0::{
     quantize_q4_0, quantize_q8_0, Q4_0_BLOCK_BYTES, Q8_0_BLOCK, Q8_0_BLOCK_BYTES,
 };
+pub use self::q8_0_act16::rounding_bound as act16_rounding_bound;
 /// The half-precision element types [`Weights::f16`] and [`Weights::bf16`] take.
 pub use ::half::{bf16, f16};
 

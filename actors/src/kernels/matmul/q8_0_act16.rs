@@ -162,6 +162,20 @@ impl SimdFn for Quantize<'_> {
     }
 }
 
+/// An upper bound on `‖x̂ − x‖₂` for the activations `x̂` this route
+/// computes with in place of `row` (each within 0.5 of its block's step
+/// `amax/32767`, plus the f32 error of scaling it; bounded here by 0.51).
+pub fn rounding_bound(row: &[f32]) -> f32 {
+    let s: f64 = row
+        .chunks(BLOCK)
+        .map(|x| {
+            let step = x.iter().fold(0.0f32, |m, v| m.max(v.abs())) as f64 / QMAX as f64;
+            x.len() as f64 * (0.51 * step).powi(2)
+        })
+        .sum();
+    (s.sqrt() * 1.001) as f32
+}
+
 /// `out[M,N] = a · Wᵀ (+ bias)`: rows quantized once, then output columns in
 /// fixed [`CHUNK_N`] chunks on the lanes, [`ROWS`] activation rows at a time.
 #[allow(clippy::too_many_arguments)]

@@ -187,13 +187,20 @@ impl BindContract {
         };
         // Every weight a frame touches, in its packed size; decoding looks up
         // only one row per codebook, and the encoder's search reads the
-        // codebooks' bf16 copy (plus the few f32 rows it checks exactly).
+        // codebooks' q8_0 copy (bf16 for widths off whole 32-value blocks;
+        // plus the few f32 rows it checks exactly).
         for e in expected.iter().filter(|e| e.used) {
             let n: usize = e.shape.iter().product();
             let name = e.name.as_str();
             let bytes = match plan.routes.iter().find(|r| r.name == e.name) {
                 Some(r) => r.bytes(),
-                None if name.ends_with("embedding_sum") => 2 * n,
+                None if name.ends_with("embedding_sum") => {
+                    if e.shape[1].is_multiple_of(32) {
+                        n / 32 * 34
+                    } else {
+                        2 * n
+                    }
+                }
                 None => 4 * n,
             };
             if name.starts_with("encoder") || name.starts_with("downsample") {

@@ -9,32 +9,76 @@
 //! `sqrt(max(‖x‖² − 2x·e + ‖e‖², 1e-30))` with the first index winning ties,
 //! as `argmin` does.
 //!
-//! The search reads a bf16 copy of each codebook (half the bytes of the f32
-//! one, which stay for the exact step) for approximate distances with a
-//! proven error bound, then computes the exact f32 distance only for the
-//! entries the bound cannot rule out ([`nearest`]): the same code as an
-//! exhaustive f32 search, for half the codebook traffic per frame.
+//! The search reads a q8_0 copy of each codebook (i16 activations,
+//! [`WeightFormat::Q8_0Act16`]: a quarter of the f32 bytes, which stay for
+//! the exact step; bf16 where the width is not whole 32-value blocks) for
+//! approximate distances with a proven error bound per entry, then
+//! computes the exact f32 distance only for the entries the bound cannot
+//! rule out ([`nearest`]): the same code as an exhaustive f32 search, for a
+//! quarter of the codebook traffic per frame.
 
 use super::config::{MimiConfig, QuantizerConfig};
 use super::error::MimiError;
 use super::weights::MimiWeights;
 use crate::kernels::cpu::simd_level;
 use crate::kernels::f32_matvec;
-use crate::kernels::matmul::{bf16, matmul_ws, MatmulWorkspace, Weights};
+use crate::kernels::matmul::{
+    act16_rounding_bound, bf16, matmul_ws, quantize_q8_0, reference, MatmulWorkspace, WeightFormat,
+    Weights, Q8_0_BLOCK,
+};
 use voxlane_runtime::Fork;
 
 /// Epsilon of moshi's `EuclideanCodebook` usage clamp.
 const USAGE_EPS: f32 = 1e-5;
 
-/// Bound on `|x·ẽ − x·e| / (‖x‖·‖e‖)` for a bf16-rounded entry `ẽ`: 2⁻⁹
-/// for the rounding (relative, per element, then Cauchy–Schwarz), doubled
-/// to cover both dots' f32 summation error (about `dim·2⁻²⁴` relative each:
-/// 2⁻¹⁶ at Mimi's 256, under 2⁻¹⁰ for any width up to 2¹³; bf16 keeps f32's
-/// exponent range, so only subnormal entries round worse, by < 2⁻¹³³
-/// absolute, inside the search's 1e-30 margin).
-const BF16_DOT_BOUND: f32 = 1.0 / 256.0;
-/// The widest codebook the bound covers; wider ones check every entry exactly.
+/// The widest codebook the bounds cover; wider ones check every entry exactly.
 const BOUND_MAX_DIM: usize = 1 << 13;
+
+/// A codebook's approximate copy and what bounds its dot products.
+#[derive(Debug, Clone)]
+struct Approx {
+    /// The entries in q8_0 (or bf16).
+    weights: Weights,
+    /// Per entry `δ_j ≥ ‖ẽ_j − e_j‖₂`, the copy's rounding.
+    delta: Vec<f32>,
+}
+
+impl Approx {
+    /// The copy of `cb: [bins, dim]`: q8_0 blocks when `dim` is whole blocks, else bf16.
+    fn new(cb: &[f32], bins: usize, dim: usize) -> Result<Self, MimiError> {
+        let (weights, values) = if dim.is_multiple_of(Q8_0_BLOCK) {
+            let bytes = quantize_q8_0(cb, dim)?;
+            let values = reference::dequantize_q8_0(&bytes)?;
+            (Weights::q8_0_act16_from_ggml(&bytes, bins, dim)?, values)
+        } else {
+            let rounded: Vec<bf16> = cb.iter().map(|&v| bf16::from_f32(v)).collect();
+            let values = rounded.iter().map(|v| v.to_f32()).collect();
+            (Weights::bf16(&rounded, bins, dim)?, values)
+        };
+        let delta = cb
+            .chunks_exact(dim)
+            .zip(values.chunks_exact(dim))
+            .map(|(e, a)| {
+                let d: f64 = e
+                    .iter()
+                    .zip(a)
+                    .map(|(x, y)| (*x as f64 - *y as f64).powi(2))
+                    .sum();
+                // Rounded up: the bound must hold.
+                (d.sqrt() * (1.0 + 1e-6)) as f32
+            })
+            .collect();
+        Ok(Self { weights, delta })
+    }
+
+    /// `‖x̂ − x‖₂` bound of the activations this copy's matmul computes with.
+    fn activation_error(&self, x: &[f32]) -> f32 {
+        match self.weights.format() {
+            WeightFormat::Q8_0Act16 => act16_rounding_bound(x),
+            _ => 0.0,
+        }
+    }
+}
 
 /// One residual quantizer (`rvq_first` or `rvq_rest`), with its used codebooks.
 #[derive(Debug, Clone)]
@@ -47,8 +91,8 @@ struct Rvq {
     codebooks: Vec<Vec<f32>>,
     /// Per codebook `‖e‖²` for each entry, `[bins]`.
     norms: Vec<Vec<f32>>,
-    /// Per codebook, the entries rounded to bf16 (the approximate pass).
-    approx: Vec<Weights>,
+    /// Per codebook, the approximate pass's copy.
+    approx: Vec<Approx>,
 }
 
 /// A bound split RVQ using `num_codebooks` codebooks.
@@ -125,8 +169,7 @@ impl Rvq {
                     .map(|r| r.iter().map(|v| v * v).sum())
                     .collect(),
             );
-            let rounded: Vec<bf16> = e.iter().map(|&v| bf16::from_f32(v)).collect();
-            approx.push(Weights::bf16(&rounded, q.bins, q.dimension)?);
+            approx.push(Approx::new(&e, q.bins, q.dimension)?);
             codebooks.push(e);
         }
         Ok(Self {
@@ -154,8 +197,8 @@ impl Rvq {
         let parts = self.codebooks.iter().zip(&self.norms).zip(&self.approx);
         for (((cb, norms), approx), code) in parts.zip(codes.iter_mut()) {
             let r: &[f32] = residual;
-            matmul_ws(r, 1, dim, approx, None, dots, mm, pool)?;
-            let best = nearest(r, cb, norms, dots);
+            matmul_ws(r, 1, dim, &approx.weights, None, dots, mm, pool)?;
+            let best = nearest(r, cb, norms, dots, approx);
             *code = best as u32;
             let e = &cb[best * dim..(best + 1) * dim];
             residual.iter_mut().zip(e).for_each(|(r, v)| *r -= v);
@@ -187,21 +230,29 @@ fn cdist(xn: f32, dot: f32, en: f32) -> f32 {
 }
 
 /// The entry of `cb: [bins, dim]` nearest to `x` as the exhaustive f32
-/// search finds it (first index on ties), given `approx_dots[j] ≈ x·e_j` from
-/// the bf16 entries. Every entry's squared distance is within
-/// `2·BF16_DOT_BOUND·‖x‖·‖e_j‖` of its approximation, so an entry whose
-/// lower bound exceeds the smallest upper bound cannot win (nor tie, with the
-/// margin for `sqrt` rounding and the 1e-30 clamp); the rest get their exact
-/// f32 dot, the contract order of [`f32_matvec::rows`] for any row count.
-fn nearest(x: &[f32], cb: &[f32], norms: &[f32], approx_dots: &[f32]) -> usize {
+/// search finds it (first index on ties), given `approx_dots[j] ≈ x·e_j`
+/// from the approximate copy. `|approx_dots[j] − x·e_j| ≤ B_j` with
+/// `B_j = (‖x‖ + ε)·δ_j + ε·‖e_j‖ + σ·(‖x‖ + ε)(‖e_j‖ + δ_j)` — the copy's
+/// rounding `δ_j`, the activations' `ε` ([`Approx::activation_error`]) and
+/// both dots' f32 summation error `σ = 2·dim·2⁻²⁴` — so an entry whose lower
+/// bound on the squared distance exceeds the smallest upper bound cannot win
+/// (nor tie, with the margin for `sqrt` rounding and the 1e-30 clamp); the
+/// rest get their exact f32 dot, the contract order of [`f32_matvec::rows`]
+/// for any row count.
+fn nearest(x: &[f32], cb: &[f32], norms: &[f32], approx_dots: &[f32], approx: &Approx) -> usize {
     let level = simd_level();
     let dim = x.len();
     let xn: f32 = x.iter().map(|v| v * v).sum();
-    let bound = |en: f32| 2.0 * BF16_DOT_BOUND * (xn * en).sqrt();
-    let upper = approx_dots
-        .iter()
-        .zip(norms)
-        .map(|(&d, &en)| (xn - 2.0 * d + en) + bound(en))
+    let (xl, eps) = (xn.sqrt(), approx.activation_error(x));
+    let sigma = 2.0 * dim as f32 / 16_777_216.0;
+    let bound = |en: f32, delta: f32| {
+        let el = en.sqrt();
+        let b = (xl + eps) * delta + eps * el + sigma * (xl + eps) * (el + delta);
+        2.0 * b * (1.0 + 1e-5)
+    };
+    let parts = || approx_dots.iter().zip(norms).zip(&approx.delta);
+    let upper = parts()
+        .map(|((&d, &en), &de)| (xn - 2.0 * d + en) + bound(en, de))
         .fold(f32::INFINITY, f32::min);
     let limit = if dim <= BOUND_MAX_DIM {
         upper + upper.abs() * (1.0 / 1_048_576.0) + 1e-30
@@ -209,9 +260,9 @@ fn nearest(x: &[f32], cb: &[f32], norms: &[f32], approx_dots: &[f32]) -> usize {
         f32::INFINITY
     };
     let mut best = (f32::INFINITY, 0usize);
-    for (j, (&d, &en)) in approx_dots.iter().zip(norms).enumerate() {
+    for (j, ((&d, &en), &de)) in parts().enumerate() {
         // A NaN bound keeps the entry (compared exactly below).
-        if (xn - 2.0 * d + en) - bound(en) > limit {
+        if (xn - 2.0 * d + en) - bound(en, de) > limit {
             continue;
         }
         let mut dot = [0.0f32];
@@ -380,6 +431,15 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// `B_j` of [`nearest`] (its squared-distance bound is twice this).
+    fn bound_of(x: &[f32], en: f32, delta: f32, approx: &Approx) -> f32 {
+        let xl = x.iter().map(|v| v * v).sum::<f32>().sqrt();
+        let eps = approx.activation_error(x);
+        let sigma = 2.0 * x.len() as f32 / 16_777_216.0;
+        let el = en.sqrt();
+        (xl + eps) * delta + eps * el + sigma * (xl + eps) * (el + delta)
+    }
+
     /// The exhaustive f32 search the bound-pruned one must reproduce.
     fn exhaustive(x: &[f32], cb: &[f32], norms: &[f32]) -> usize {
         let dim = x.len();
@@ -403,10 +463,13 @@ mod tests {
         #[test]
         fn pruned_search_finds_the_exhaustive_winner(
             bins in 1usize..300,
-            dim in 1usize..70,
+            odd_dim in 1usize..70,
+            blocks in 0usize..9,
             seed in 0u64..10_000,
             near in proptest::bool::ANY,
         ) {
+            // Whole 32-value blocks take the q8_0 copy, other widths bf16.
+            let dim = if blocks > 0 { blocks * Q8_0_BLOCK } else { odd_dim };
             let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(7);
             let mut next = || {
                 s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -425,12 +488,18 @@ mod tests {
             let x: Vec<f32> = (0..dim)
                 .map(|c| if near { cb[target * dim + c] + next() * 1e-4 } else { next() * 3.0 })
                 .collect();
-            let rounded: Vec<bf16> = cb.iter().map(|&v| bf16::from_f32(v)).collect();
-            let approx = Weights::bf16(&rounded, bins, dim).expect("weights");
+            let approx = Approx::new(&cb, bins, dim).expect("approximate copy");
             let mut dots = vec![0.0f32; bins];
-            matmul_ws(&x, 1, dim, &approx, None, &mut dots, &mut MatmulWorkspace::default(), &voxlane_runtime::LanePool::new(1).expect("pool"))
+            matmul_ws(&x, 1, dim, &approx.weights, None, &mut dots, &mut MatmulWorkspace::default(), &voxlane_runtime::LanePool::new(1).expect("pool"))
                 .expect("approximate dots");
-            prop_assert_eq!(nearest(&x, &cb, &norms, &dots), exhaustive(&x, &cb, &norms));
+            // The bound holds for every entry (against f64 dots).
+            for j in 0..bins {
+                let e = &cb[j * dim..(j + 1) * dim];
+                let exact: f64 = x.iter().zip(e).map(|(a, b)| *a as f64 * *b as f64).sum();
+                let b = bound_of(&x, norms[j], approx.delta[j], &approx);
+                prop_assert!((dots[j] as f64 - exact).abs() <= b as f64, "entry {}: {} vs {} (bound {})", j, dots[j], exact, b);
+            }
+            prop_assert_eq!(nearest(&x, &cb, &norms, &dots, &approx), exhaustive(&x, &cb, &norms));
         }
     }
 }
