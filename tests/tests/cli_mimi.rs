@@ -97,21 +97,25 @@ fn encode_batch_and_streaming_reproduce_the_reference_codes() {
 }
 
 #[test]
-fn q8_flags_stream_codes_close_to_the_reference() {
+fn fast_flags_stream_codes_close_to_the_reference() {
     let dir = temp_dir("encode-q8");
     let out = dir.join("codes.npy");
-    let extra = ["--streaming", "--q8", "--q8-convs", "--threads", "2"];
-    let (r, printed) = tiny("encode", &extra, &fixture("input_pcm.npy"), &out);
-    r.unwrap();
-    assert!(printed.contains("55 frames of 8 codes"), "{printed}");
-    let got = read_npy(&out).unwrap().to_i64();
-    let want = read_npy(fixture("codes_streaming.npy")).unwrap().to_i64();
-    let same = got.iter().zip(&want).filter(|(a, b)| a == b).count();
-    assert!(
-        same * 100 >= 95 * want.len(),
-        "q8_0 linears + convs: {same}/{} codes equal",
-        want.len()
-    );
+    let q8 = ["--streaming", "--q8", "--q8-convs", "--threads", "2"];
+    let all = [&q8[..], &["--bf16-convs"]].concat();
+    for extra in [&q8[..], &all[..]] {
+        let (r, printed) = tiny("encode", extra, &fixture("input_pcm.npy"), &out);
+        r.unwrap();
+        assert!(printed.contains("55 frames of 8 codes"), "{printed}");
+        let got = read_npy(&out).unwrap().to_i64();
+        let want = read_npy(fixture("codes_streaming.npy")).unwrap().to_i64();
+        let same = got.iter().zip(&want).filter(|(a, b)| a == b).count();
+        eprintln!("{extra:?}: {same}/{} codes equal", want.len());
+        assert!(
+            same * 100 >= 95 * want.len(),
+            "{extra:?}: {same}/{} codes equal",
+            want.len()
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -478,6 +482,7 @@ fn help_lists_the_mimi_subcommands() {
         "--streaming",
         "--q8",
         "--q8-convs",
+        "--bf16-convs",
         "--output",
     ] {
         assert!(msg.contains(flag), "`mimi encode --help` misses {flag}");
