@@ -455,6 +455,20 @@ fn official_shapes_encode_and_decode_without_config() {
     let want_audio = model.decode(&pool, &want).unwrap();
     assert_eq!(audio.to_f32(), want_audio);
     assert!(want_audio.iter().all(|x| x.is_finite()));
+
+    // The fast routes on the official shapes (q8_0 + bf16 tiles), streaming.
+    let fast = ["--streaming", "--q8", "--q8-convs", "--bf16-convs", "--threads", "2"];
+    let fast_codes = dir.join("codes_fast.npy");
+    run("encode", &fast, &input, &fast_codes).0.unwrap();
+    let c = read_npy(&fast_codes).unwrap();
+    assert_eq!(c.shape, vec![1, 8, 2]);
+    assert!(c.to_i64().iter().all(|&v| (0..2048).contains(&v)));
+    let fast_audio = dir.join("out_fast.npy");
+    run("decode", &fast, &codes_path, &fast_audio).0.unwrap();
+    let a = read_npy(&fast_audio).unwrap().to_f32();
+    assert_eq!(a.len(), 3840);
+    let r = voxlane_tests::pearson(&a, &want_audio);
+    assert!(r > 0.99, "fast decode correlation {r} with the f32 decode");
     drop(model);
     std::fs::remove_file(&model_path).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
