@@ -457,7 +457,14 @@ fn official_shapes_encode_and_decode_without_config() {
     assert!(want_audio.iter().all(|x| x.is_finite()));
 
     // The fast routes on the official shapes (q8_0 + bf16 tiles), streaming.
-    let fast = ["--streaming", "--q8", "--q8-convs", "--bf16-convs", "--threads", "2"];
+    let fast = [
+        "--streaming",
+        "--q8",
+        "--q8-convs",
+        "--bf16-convs",
+        "--threads",
+        "2",
+    ];
     let fast_codes = dir.join("codes_fast.npy");
     run("encode", &fast, &input, &fast_codes).0.unwrap();
     let c = read_npy(&fast_codes).unwrap();
