@@ -15,6 +15,7 @@ use super::contract::BindContract;
 use super::error::MimiError;
 use super::weights::MimiWeights;
 use crate::kernels::cpu::simd_level;
+use crate::kernels::elementwise::fast_math::gelu_inplace;
 use crate::kernels::elementwise::norms::layer_norm;
 use crate::kernels::matmul::{matmul_ws, MatmulWorkspace, WeightFormat, Weights};
 use voxlane_runtime::Fork;
@@ -117,12 +118,6 @@ fn linear(
 
 /// Values per lane chunk of the feed-forward GELU.
 const GELU_CHUNK: usize = 1024;
-
-/// Exact GELU (PyTorch `approximate='none'`), in ATen's f32 order:
-/// `(x·0.5)·(1 + erf(x·√½))`.
-pub fn gelu(x: f32) -> f32 {
-    x * 0.5 * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
-}
 
 impl Transformer {
     /// Bind `{prefix}.…` tensors from `w`.
@@ -325,10 +320,8 @@ impl Transformer {
                 LN_EPS,
             )?;
             matmul_ws(h, t, d, &layer.linear1, None, ffb, ws, pool)?;
-            // Exact erf per value: worth the lanes (8 layers × T × 4·d values).
-            pool.for_each_chunk_mut(&mut ffb[..], GELU_CHUNK, |_, c| {
-                c.iter_mut().for_each(|z| *z = gelu(*z))
-            })?;
+            // Worth the lanes (8 layers × T × 4·d values).
+            pool.for_each_chunk_mut(&mut ffb[..], GELU_CHUNK, |_, c| gelu_inplace(level, c))?;
             matmul_ws(ffb, t, ff, &layer.linear2, None, h, ws, pool)?;
             add_scaled(xs, h, layer.scale2.as_deref(), d);
         }
@@ -376,7 +369,9 @@ mod tests {
             (3.0, 2.995_950_070_309_018),
             (-4.0, -1.266_849_027_306_006e-4),
         ] {
-            assert!((gelu(x) as f64 - want).abs() < 3e-7, "{x}: {}", gelu(x));
+            let mut v = [x];
+            gelu_inplace(simd_level(), &mut v);
+            assert!((v[0] as f64 - want).abs() < 3e-7, "{x}: {}", v[0]);
         }
     }
 }
