@@ -183,6 +183,7 @@ impl Bf16Conv {
                     t_out,
                     bias,
                     out: dst,
+                    level,
                 };
                 chunk.run(
                     t0..(t0 + TIME_CHUNK).min(t_out),
@@ -235,6 +236,7 @@ struct Chunk<'a> {
     bias: Option<&'a [f32]>,
     /// `[c_out, t_out]`; this unit alone writes its frames of its blocks' rows.
     out: SharedOut,
+    level: SimdLevel,
 }
 
 impl Chunk<'_> {
@@ -244,7 +246,7 @@ impl Chunk<'_> {
         let wblock = c.kcs * c.kernel * BLOCK * BLOCK;
         let group_pairs = c.kcs * (BLOCK / 2) * self.row;
         let mut acc = Block::default();
-        let tiles = Tiles::begin(c.amx);
+        let tiles = Tiles::begin(c.amx, self.level);
         for g in 0..c.groups {
             let x = &self.pairs[g * group_pairs..(g + 1) * group_pairs];
             for b in block_range.clone() {
@@ -291,17 +293,19 @@ struct Block([[f32; BLOCK]; BLOCK]);
 /// The tile state of one unit: configured on entry, released on drop.
 struct Tiles {
     amx: bool,
+    /// The emulation's SIMD level.
+    level: SimdLevel,
 }
 
 impl Tiles {
-    fn begin(amx: bool) -> Self {
+    fn begin(amx: bool, level: SimdLevel) -> Self {
         #[cfg(target_arch = "x86_64")]
         if amx {
             // SAFETY: `amx` is set only where AMX-BF16 was detected with the
             // OS's permission for the tile state (`cpu::features`).
             unsafe { super::amx::begin() };
         }
-        Self { amx }
+        Self { amx, level }
     }
 
     /// `acc[m][f] = Σ_{kc, tap, i} w[m, 32·kc + i, tap] · x[32·kc + i, t + f + tap·d]`.
@@ -317,7 +321,17 @@ impl Tiles {
             unsafe { amx_block(c, x, w, row, t, acc) };
             return;
         }
-        emulated_block(c, x, w, row, t, acc);
+        dispatch(
+            self.level,
+            Emulated {
+                c,
+                x,
+                w,
+                row,
+                t,
+                acc,
+            },
+        );
     }
 }
 
@@ -365,7 +379,34 @@ unsafe fn amx_block(c: &Bf16Conv, x: &[u32], w: &[u16], row: usize, t: usize, ac
 /// [`amx_block`]'s sums in portable code: exact products added one by one
 /// in (ci block, tap, channel) order. The tiles' own summation order inside
 /// a step is the hardware's (it differs in the last bits), so the two routes
-/// agree to f32 rounding, not bit for bit.
+/// agree to f32 rounding, not bit for bit. Compiled per SIMD level (the
+/// frame loop vectorises; products are exact, so every level's bits agree).
+struct Emulated<'a> {
+    c: &'a Bf16Conv,
+    x: &'a [u32],
+    w: &'a [u16],
+    row: usize,
+    t: usize,
+    acc: &'a mut Block,
+}
+
+impl SimdFn for Emulated<'_> {
+    type Out = ();
+    #[inline(always)]
+    fn call<V: Vf32>(self) {
+        let Emulated {
+            c,
+            x,
+            w,
+            row,
+            t,
+            acc,
+        } = self;
+        emulated_block(c, x, w, row, t, acc);
+    }
+}
+
+#[inline(always)]
 fn emulated_block(c: &Bf16Conv, x: &[u32], w: &[u16], row: usize, t: usize, acc: &mut Block) {
     for a in acc.0.iter_mut() {
         a.fill(0.0);
@@ -487,6 +528,15 @@ mod tests {
             conv.set_level(SimdLevel::Scalar);
             assert!(!conv.uses_bf16_tiles());
             let emulated = run(&conv, &pool, &x, t);
+            // The emulation's vector routes: exact products, the same bits.
+            for level in available_levels() {
+                conv.set_level(level);
+                if !conv.uses_bf16_tiles() {
+                    let got = run(&conv, &pool, &x, t);
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&emulated), "{p:?} {level:?}");
+                }
+            }
             for got in [&tiles, &emulated] {
                 let err = got
                     .iter()
