@@ -518,6 +518,17 @@ impl Conv1d {
         &self.params
     }
 
+    /// Allow AMX-BF16 tiles on the bf16 route (default: on; off, the
+    /// AVX-512 level takes `vdpbf16ps` where the CPU has AVX512-BF16).
+    pub fn set_bf16_amx(&mut self, on: bool) {
+        let level = self.level;
+        match &mut self.route {
+            Route::Bf16(b) => b.set_amx(on, level),
+            Route::Phase(inner) => inner.set_bf16_amx(on),
+            _ => {}
+        }
+    }
+
     /// Whether this conv (or its stride-1 phases) runs on AMX-BF16 tiles.
     pub fn uses_bf16_tiles(&self) -> bool {
         match &self.route {

@@ -2,7 +2,9 @@
 //! weights and inputs rounded to bf16 (round to nearest even), products
 //! summed in f32. On AMX-BF16 (`tdpbf16ps`) one 32 × 32 block of output
 //! channels × frames takes four tiles per K step of 32 input channels and
-//! one tap; the same arithmetic is emulated in portable code elsewhere.
+//! one tap; without tiles, AVX512-BF16's `vdpbf16ps` computes the same
+//! block from vectors (Zen 4, Cooper Lake), and portable code emulates it
+//! elsewhere.
 //!
 //! A bf16 × bf16 product is exact in f32; the tiles add each step's 32
 //! products in the hardware's order, the emulation one by one, so the two
@@ -68,13 +70,31 @@ pub(crate) struct Bf16Conv {
     dilation: usize,
     /// Input-channel blocks of [`BLOCK`] per group.
     kcs: usize,
-    /// Run on AMX tiles (else the portable emulation).
-    amx: bool,
+    /// How blocks are computed.
+    kind: Kind,
+    /// AMX tiles allowed (tests turn them off to reach the vector route).
+    allow_amx: bool,
 }
 
-/// Whether the tiles may run at `level`.
-fn amx_at(level: SimdLevel) -> bool {
-    level >= SimdLevel::Avx512 && features().amx_bf16
+/// How a block's sums are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// AMX-BF16 tiles.
+    Amx,
+    /// AVX512-BF16 `vdpbf16ps`.
+    Dot,
+    /// Portable emulation (vectorised per level).
+    Emulated,
+}
+
+/// The block kind for `level` on this CPU.
+fn kind_at(level: SimdLevel, allow_amx: bool) -> Kind {
+    let f = features();
+    match level {
+        SimdLevel::Avx512 if allow_amx && f.amx_bf16 => Kind::Amx,
+        SimdLevel::Avx512 if f.avx512_bf16 => Kind::Dot,
+        _ => Kind::Emulated,
+    }
 }
 
 impl Bf16Conv {
@@ -104,18 +124,25 @@ impl Bf16Conv {
             kernel: k,
             dilation: p.dilation,
             kcs,
-            amx: amx_at(level),
+            kind: kind_at(level, true),
+            allow_amx: true,
         }
     }
 
-    /// Follow the conv's SIMD level (tiles only at the AVX-512 level).
+    /// Follow the conv's SIMD level (tiles and `vdpbf16ps` only at the AVX-512 level).
     pub(crate) fn set_level(&mut self, level: SimdLevel) {
-        self.amx = amx_at(level);
+        self.kind = kind_at(level, self.allow_amx);
+    }
+
+    /// Allow AMX tiles at the AVX-512 level (default: on) for `level`.
+    pub(crate) fn set_amx(&mut self, on: bool, level: SimdLevel) {
+        self.allow_amx = on;
+        self.set_level(level);
     }
 
     /// Whether blocks run on AMX tiles.
     pub(crate) fn uses_amx(&self) -> bool {
-        self.amx
+        self.kind == Kind::Amx
     }
 
     /// Frames per packed pair row for `tp` padded frames (with the slack).
@@ -246,7 +273,7 @@ impl Chunk<'_> {
         let wblock = c.kcs * c.kernel * BLOCK * BLOCK;
         let group_pairs = c.kcs * (BLOCK / 2) * self.row;
         let mut acc = Block::default();
-        let tiles = Tiles::begin(c.amx, self.level);
+        let tiles = Tiles::begin(c.kind, self.level);
         for g in 0..c.groups {
             let x = &self.pairs[g * group_pairs..(g + 1) * group_pairs];
             for b in block_range.clone() {
@@ -292,20 +319,20 @@ struct Block([[f32; BLOCK]; BLOCK]);
 
 /// The tile state of one unit: configured on entry, released on drop.
 struct Tiles {
-    amx: bool,
+    kind: Kind,
     /// The emulation's SIMD level.
     level: SimdLevel,
 }
 
 impl Tiles {
-    fn begin(amx: bool, level: SimdLevel) -> Self {
+    fn begin(kind: Kind, level: SimdLevel) -> Self {
         #[cfg(target_arch = "x86_64")]
-        if amx {
+        if kind == Kind::Amx {
             // SAFETY: `amx` is set only where AMX-BF16 was detected with the
             // OS's permission for the tile state (`cpu::features`).
             unsafe { super::amx::begin() };
         }
-        Self { amx, level }
+        Self { kind, level }
     }
 
     /// `acc[m][f] = Σ_{kc, tap, i} w[m, 32·kc + i, tap] · x[32·kc + i, t + f + tap·d]`.
@@ -315,11 +342,13 @@ impl Tiles {
             x.len() >= c.kcs * (BLOCK / 2) * row && w.len() >= c.kcs * c.kernel * BLOCK * BLOCK
         );
         #[cfg(target_arch = "x86_64")]
-        if self.amx {
+        match self.kind {
             // SAFETY: tiles configured by `begin`; every tile row read lies
             // in `x` / `w` (asserted here and by the caller: t + 32 + (k − 1)·d ≤ row).
-            unsafe { amx_block(c, x, w, row, t, acc) };
-            return;
+            Kind::Amx => return unsafe { amx_block(c, x, w, row, t, acc) },
+            // SAFETY: AVX512-BF16 detected (`kind_at`); reads as for the tiles.
+            Kind::Dot => return unsafe { dot_block(c, x, w, row, t, acc) },
+            Kind::Emulated => {}
         }
         dispatch(
             self.level,
@@ -338,7 +367,7 @@ impl Tiles {
 impl Drop for Tiles {
     fn drop(&mut self) {
         #[cfg(target_arch = "x86_64")]
-        if self.amx {
+        if self.kind == Kind::Amx {
             // SAFETY: as in `begin`; returns the tile state to init.
             unsafe { super::amx::end() };
         }
@@ -374,6 +403,50 @@ unsafe fn amx_block(c: &Bf16Conv, x: &[u32], w: &[u16], row: usize, t: usize, ac
         }
     }
     amx::store(acc);
+}
+
+/// [`amx_block`] with `vdpbf16ps`: eight channel rows × 32 frames at a
+/// time, each instruction 16 frames × one channel pair (its own rounding
+/// order inside a pair, as the tiles have theirs).
+///
+/// # Safety
+/// Needs AVX-512F + AVX512-BF16; reads as [`amx_block`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bf16")]
+unsafe fn dot_block(c: &Bf16Conv, x: &[u32], w: &[u16], row: usize, t: usize, acc: &mut Block) {
+    use std::arch::x86_64::*;
+    const R: usize = 8;
+    assert!(t + BLOCK + (c.kernel - 1) * c.dilation <= row);
+    for m0 in (0..BLOCK).step_by(R) {
+        let mut a = [[_mm512_setzero_ps(); 2]; R];
+        for kc in 0..c.kcs {
+            for tap in 0..c.kernel {
+                let wt = w.as_ptr().add((kc * c.kernel + tap) * BLOCK * BLOCK);
+                for kr in 0..BLOCK / 2 {
+                    let xr = x
+                        .as_ptr()
+                        .add((kc * BLOCK / 2 + kr) * row + t + tap * c.dilation);
+                    let x0: __m512bh = std::mem::transmute(_mm512_loadu_si512(xr as *const _));
+                    let x1: __m512bh =
+                        std::mem::transmute(_mm512_loadu_si512(xr.add(16) as *const _));
+                    // Constant-bound loop: the accumulators stay in registers.
+                    #[allow(clippy::needless_range_loop)]
+                    for r in 0..R {
+                        let pair =
+                            (wt.add((m0 + r) * BLOCK + 2 * kr) as *const i32).read_unaligned();
+                        let wv: __m512bh = std::mem::transmute(_mm512_set1_epi32(pair));
+                        a[r][0] = _mm512_dpbf16_ps(a[r][0], x0, wv);
+                        a[r][1] = _mm512_dpbf16_ps(a[r][1], x1, wv);
+                    }
+                }
+            }
+        }
+        for (r, ar) in a.iter().enumerate() {
+            let dst = acc.0[m0 + r].as_mut_ptr();
+            _mm512_storeu_ps(dst, ar[0]);
+            _mm512_storeu_ps(dst.add(16), ar[1]);
+        }
+    }
 }
 
 /// [`amx_block`]'s sums in portable code: exact products added one by one
@@ -490,13 +563,15 @@ mod tests {
             let mag = conv1d_reference(&p, &aw, None, &ax, t).unwrap();
             let pool = LanePool::new(2).unwrap();
             let mut conv = Conv1d::with_route(p, &w, bias, Conv1dRoute::Bf16).unwrap();
-            for level in available_levels() {
+            // Every level, and the AVX-512 one without tiles (`vdpbf16ps`).
+            for (level, amx) in available_levels().into_iter().map(|l| (l, true)).chain([(SimdLevel::Avx512, false)]) {
                 conv.set_level(level);
+                conv.set_bf16_amx(amx);
                 let got = run(&conv, &pool, &x, t);
                 for i in 0..want.len() {
                     let bound = 1e-5 * mag[i] + 1e-6;
                     prop_assert!((got[i] - want[i]).abs() <= bound,
-                        "{:?} {:?} element {}: {} vs {}", p, level, i, got[i], want[i]);
+                        "{:?} {:?} amx {} element {}: {} vs {}", p, level, amx, i, got[i], want[i]);
                 }
             }
         }
@@ -525,6 +600,10 @@ mod tests {
             let mut conv = Conv1d::with_route(p, &w, Some(&b), Conv1dRoute::Bf16).unwrap();
             assert_eq!(conv.uses_bf16_tiles(), features().amx_bf16);
             let tiles = run(&conv, &pool, &x, t);
+            conv.set_bf16_amx(false);
+            assert!(!conv.uses_bf16_tiles());
+            let dot = run(&conv, &pool, &x, t);
+            conv.set_bf16_amx(true);
             conv.set_level(SimdLevel::Scalar);
             assert!(!conv.uses_bf16_tiles());
             let emulated = run(&conv, &pool, &x, t);
@@ -537,7 +616,7 @@ mod tests {
                     assert_eq!(bits(&got), bits(&emulated), "{p:?} {level:?}");
                 }
             }
-            for got in [&tiles, &emulated] {
+            for got in [&tiles, &dot, &emulated] {
                 let err = got
                     .iter()
                     .zip(&want)
