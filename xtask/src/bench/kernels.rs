@@ -72,6 +72,10 @@ fn matvec_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
                     "q8_0",
                     Weights::q8_0_from_f32(&src, n, k).map_err(|e| e.to_string())?,
                 ),
+                (
+                    "q8_0 × i16",
+                    Weights::q8_0_act16_from_f32(&src, n, k).map_err(|e| e.to_string())?,
+                ),
             ];
             drop((src, bf));
             let x = data(k, 4);
@@ -406,13 +410,41 @@ fn conv_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
             rows.push(Row {
                 kernel: "conv1d",
                 dtype: "int8",
-                shape,
+                shape: shape.clone(),
                 threads: t,
                 ours: flops / quant / 1e9,
                 unit: "GOP/s",
                 reference: "our f32 direct GFLOP/s".into(),
                 reference_value: flops / ours / 1e9,
                 target: 2.0,
+            });
+            // bf16 values, f32 sums: AMX-BF16 tiles where the CPU has them.
+            let bf =
+                Conv1d::with_route(params, &wf, Some(&bias), Conv1dRoute::Bf16).map_err(err)?;
+            let mut bws = bf.workspace(frames).map_err(err)?;
+            let bsecs = median_secs(
+                || {
+                    bf.forward(&p, &x, frames, &mut out, &mut bws)
+                        .expect("conv bf16")
+                },
+                w,
+                3,
+            );
+            rows.push(Row {
+                kernel: "conv1d",
+                dtype: if bf.uses_bf16_tiles() {
+                    "bf16 (AMX)"
+                } else {
+                    "bf16 (no tiles)"
+                },
+                shape,
+                threads: t,
+                ours: flops / bsecs / 1e9,
+                unit: "GFLOP/s",
+                reference: "our f32 direct GFLOP/s".into(),
+                reference_value: flops / ours / 1e9,
+                // Without tiles the route trades speed for nothing: no target.
+                target: if bf.uses_bf16_tiles() { 2.0 } else { 0.0 },
             });
         }
     }
