@@ -14,9 +14,12 @@
 //! and a row's result does not depend on the other rows or the lane split.
 //!
 //! Layout: per group of 16 weight rows and block `b`, 16 f16 scales (32
-//! bytes) then the quants as 16 pairs × 16 rows × 2 bytes (512 bytes): row
-//! `n`'s values `2p, 2p + 1` sit together, as `vpdpwssd` pairs them. Rows
-//! past N are zero.
+//! bytes) then the quants as 8 quads × 16 rows × 4 bytes (512 bytes): row
+//! `n`'s values `4q..4q + 4` sit together — AMX-INT8's B-tile layout, which
+//! the vector routes read as two `vpdpwssd` pairs per quad. Rows past N are
+//! zero. (An AMX-INT8 route on `256·hi + lo` byte planes was measured:
+//! each 32-value block's sums must leave the tiles for their scales, and
+//! that store-and-reload made it slower than `vpdpwssd`.)
 
 use super::{add_bias, DisjointOut, CHUNK_N};
 use crate::kernels::cpu::{self, SimdLevel};
@@ -30,6 +33,8 @@ const BLOCK: usize = 32;
 const GROUP: usize = 16;
 /// Bytes of one group's block: 16 f16 scales + 16 × 32 quants.
 const GROUP_BLOCK_BYTES: usize = 2 * GROUP + GROUP * BLOCK;
+/// Quads (4 values of a row) per block.
+const QUADS: usize = BLOCK / 4;
 /// Activation rows computed together (accumulators held in registers).
 const ROWS: usize = 8;
 /// Largest i16 magnitude used (symmetric).
@@ -95,9 +100,9 @@ impl Act16Weights {
                 let src = &bytes[(row * kbs + b) * 34..][..34];
                 let dst = &mut data[(g * kbs + b) * GROUP_BLOCK_BYTES..][..GROUP_BLOCK_BYTES];
                 dst[2 * lane..2 * lane + 2].copy_from_slice(&src[..2]);
-                for p in 0..BLOCK / 2 {
-                    let at = 2 * GROUP + (p * GROUP + lane) * 2;
-                    dst[at..at + 2].copy_from_slice(&src[2 + 2 * p..4 + 2 * p]);
+                for q in 0..QUADS {
+                    let at = quad_at(q, lane);
+                    dst[at..at + 4].copy_from_slice(&src[2 + 4 * q..6 + 4 * q]);
                 }
             }
         }
@@ -113,6 +118,11 @@ impl Act16Weights {
     fn block(&self, g: usize, b: usize) -> &[u8] {
         &self.data[(g * self.kbs + b) * GROUP_BLOCK_BYTES..][..GROUP_BLOCK_BYTES]
     }
+}
+
+/// Offset of row `lane`'s quad `q` in a group's block.
+const fn quad_at(q: usize, lane: usize) -> usize {
+    2 * GROUP + (q * GROUP + lane) * 4
 }
 
 /// Rounds to nearest even when added and subtracted (|x| < 2²², default rounding).
@@ -140,23 +150,39 @@ struct Quantize<'a> {
     d: &'a mut [f32],
 }
 
+/// One block's step `amax/32767` and the factor onto its grid (0 for an
+/// all-zero block). The largest magnitude comes from the bit patterns
+/// (integer max, so it vectorises, and a NaN wins: NaN in, NaN out).
+#[inline(always)]
+fn block_scale(x: &[f32]) -> (f32, f32) {
+    let bits = x.iter().fold(0u32, |m, v| m.max(v.to_bits() & 0x7fff_ffff));
+    let amax = f32::from_bits(bits);
+    let id = if amax > 0.0 { QMAX / amax } else { 0.0 };
+    (amax / QMAX, id)
+}
+
+/// `v` on the block's i16 grid: `v·id + 1.5·2²³` rounds to an integer
+/// (ties to even) held in the low mantissa bits, read back as an integer
+/// (no float-to-int conversion, so it vectorises), within ±32767.
+#[inline(always)]
+fn to_grid(v: f32, id: f32) -> i16 {
+    let y = v * id + ROUND_MAGIC;
+    (y.to_bits() as i32 - ROUND_MAGIC.to_bits() as i32).clamp(-32767, 32767) as i16
+}
+
 impl SimdFn for Quantize<'_> {
     type Out = ();
     #[inline(always)]
     fn call<V: Vf32>(self) {
-        for ((x, q), d) in self
+        let blocks = self
             .a
             .chunks_exact(BLOCK)
-            .zip(self.q.chunks_exact_mut(BLOCK))
-            .zip(self.d.iter_mut())
-        {
-            let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            *d = amax / QMAX;
-            let id = if amax > 0.0 { QMAX / amax } else { 0.0 };
+            .zip(self.q.chunks_exact_mut(BLOCK));
+        for ((x, q), d) in blocks.zip(self.d.iter_mut()) {
+            let id;
+            (*d, id) = block_scale(x);
             for (q, v) in q.iter_mut().zip(x) {
-                // |v·id| ≤ 32767 (+ rounding): the magic sum rounds it to an
-                // integer, ties to even; `as` saturates (NaN → 0).
-                *q = ((v * id + ROUND_MAGIC) - ROUND_MAGIC) as i16;
+                *q = to_grid(*v, id);
             }
         }
     }
@@ -191,13 +217,14 @@ pub(super) fn run(
     sc: &mut Act16Scratch,
     lanes: &impl Fork,
 ) -> Result<(), KernelError> {
-    quantize(level, a, m, k, sc);
-    let (q, d) = (&sc.q[..], &sc.d[..]);
+    let f = cpu::features();
     let route = match level {
-        SimdLevel::Avx512 if cpu::features().avx512_vnni => Route::Vnni,
-        SimdLevel::Avx512 | SimdLevel::Avx2 if cpu::features().f16c => Route::Avx2,
+        SimdLevel::Avx512 if f.avx512_vnni => Route::Vnni,
+        SimdLevel::Avx512 | SimdLevel::Avx2 if f.f16c => Route::Avx2,
         _ => Route::Scalar,
     };
+    quantize(level, a, m, k, sc);
+    let (q, d) = (&sc.q[..], &sc.d[..]);
     let dst = DisjointOut::new(out);
     lanes.for_each_chunk(n, CHUNK_N, |range| {
         for g in range.start / GROUP..range.end.div_ceil(GROUP) {
@@ -232,7 +259,7 @@ pub(super) fn run(
 }
 
 /// Which group kernel a call runs (all give the same bits).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Route {
     /// AVX512-VNNI `vpdpwssd`, 16 rows per vector.
     Vnni,
@@ -260,7 +287,7 @@ fn group_scalar(
                 let dw = ::half::f16::from_le_bytes([blk[2 * lane], blk[2 * lane + 1]]).to_f32();
                 let isum: i32 = (0..BLOCK)
                     .map(|j| {
-                        let at = 2 * GROUP + ((j / 2) * GROUP + lane) * 2 + j % 2;
+                        let at = quad_at(j / 4, lane) + j % 4;
                         i32::from(blk[at] as i8) * i32::from(q[r * k + b * BLOCK + j])
                     })
                     .sum();
@@ -272,10 +299,22 @@ fn group_scalar(
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Act16Weights, BLOCK, GROUP, ROWS};
+    use super::{quad_at, Act16Weights, BLOCK, GROUP, QUADS, ROWS};
     use std::arch::x86_64::*;
 
-    /// [`super::group_scalar`] with `vpdpwssd`.
+    /// Sum the two partial dwords of each row in `lo` (rows 0–7) and `hi`
+    /// (rows 8–15) into one vector of 16 row sums, in row order.
+    #[inline(always)]
+    unsafe fn pair_sums(lo: __m512i, hi: __m512i) -> __m512i {
+        let lo = _mm512_add_epi32(lo, _mm512_srli_epi64(lo, 32));
+        let hi = _mm512_add_epi32(hi, _mm512_srli_epi64(hi, 32));
+        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        _mm512_permutex2var_epi32(lo, even, hi)
+    }
+
+    /// [`super::group_scalar`] with `vpdpwssd`: per quad, rows 0–7 and 8–15
+    /// each as one vector of (row, pair) dwords against the activation quad
+    /// broadcast as two pairs.
     ///
     /// # Safety
     /// Needs AVX-512F/BW + VNNI; `q` holds `rows` rows of `kbs·32` values
@@ -294,18 +333,22 @@ mod x86 {
         let mut acc = [_mm512_setzero_ps(); ROWS];
         for b in 0..kbs {
             let blk = w.block(g, b).as_ptr();
-            let mut isum = [_mm512_setzero_si512(); ROWS];
-            for p in 0..BLOCK / 2 {
-                let wv = _mm512_cvtepi8_epi16(_mm256_loadu_si256(
-                    blk.add(2 * GROUP + p * 2 * GROUP) as *const __m256i,
-                ));
+            let mut isum = [[_mm512_setzero_si512(); 2]; ROWS];
+            for qd in 0..QUADS {
+                let at = blk.add(quad_at(qd, 0));
+                let wv = [
+                    _mm512_cvtepi8_epi16(_mm256_loadu_si256(at as *const __m256i)),
+                    _mm512_cvtepi8_epi16(_mm256_loadu_si256(at.add(32) as *const __m256i)),
+                ];
                 // Constant-bound loops: the accumulators stay in registers.
                 #[allow(clippy::needless_range_loop)]
                 for r in 0..ROWS {
                     if r < rows {
-                        let pair = (q.as_ptr().add(r * k + b * BLOCK + 2 * p) as *const i32)
+                        let quad = (q.as_ptr().add(r * k + b * BLOCK + 4 * qd) as *const i64)
                             .read_unaligned();
-                        isum[r] = _mm512_dpwssd_epi32(isum[r], wv, _mm512_set1_epi32(pair));
+                        let xv = _mm512_set1_epi64(quad);
+                        isum[r][0] = _mm512_dpwssd_epi32(isum[r][0], wv[0], xv);
+                        isum[r][1] = _mm512_dpwssd_epi32(isum[r][1], wv[1], xv);
                     }
                 }
             }
@@ -314,7 +357,8 @@ mod x86 {
             for r in 0..ROWS {
                 if r < rows {
                     let s = _mm512_mul_ps(dw, _mm512_set1_ps(d[r * kbs + b]));
-                    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), s, acc[r]);
+                    let sums = pair_sums(isum[r][0], isum[r][1]);
+                    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), s, acc[r]);
                 }
             }
         }
@@ -324,7 +368,8 @@ mod x86 {
     }
 
     /// [`super::group_scalar`] with `vpmaddwd` (pairs of i16 into i32, as
-    /// `vpdpwssd`), two activation rows at a time.
+    /// `vpdpwssd`), one activation row at a time: four vectors of 4 rows ×
+    /// 2 pairs per quad.
     ///
     /// # Safety
     /// Needs AVX2 and F16C; as [`group_avx512`] for the slices.
@@ -339,53 +384,35 @@ mod x86 {
     ) {
         let (kbs, k) = (w.kbs, w.kbs * BLOCK);
         assert!(rows <= ROWS && q.len() >= rows * k && d.len() >= rows * kbs);
-        for r0 in (0..rows).step_by(2) {
-            let two = rows - r0 >= 2;
-            // [row][half of the 16 weight rows]
-            let mut acc = [[_mm256_setzero_ps(); 2]; 2];
+        for (r, yr) in y.iter_mut().enumerate().take(rows) {
+            let mut acc = [_mm256_setzero_ps(); 2];
             for b in 0..kbs {
                 let blk = w.block(g, b).as_ptr();
-                let mut isum = [[_mm256_setzero_si256(); 2]; 2];
-                for p in 0..BLOCK / 2 {
-                    let at = blk.add(2 * GROUP + p * 2 * GROUP);
-                    let wv = [
-                        _mm256_cvtepi8_epi16(_mm_loadu_si128(at as *const __m128i)),
-                        _mm256_cvtepi8_epi16(_mm_loadu_si128(at.add(16) as *const __m128i)),
-                    ];
-                    #[allow(clippy::needless_range_loop)]
-                    for i in 0..2 {
-                        if i == 0 || two {
-                            let r = r0 + i;
-                            let pair = (q.as_ptr().add(r * k + b * BLOCK + 2 * p) as *const i32)
-                                .read_unaligned();
-                            let xv = _mm256_set1_epi32(pair);
-                            for h in 0..2 {
-                                isum[i][h] =
-                                    _mm256_add_epi32(isum[i][h], _mm256_madd_epi16(wv[h], xv));
-                            }
-                        }
+                let mut isum = [_mm256_setzero_si256(); 4];
+                for qd in 0..QUADS {
+                    let at = blk.add(quad_at(qd, 0));
+                    let quad =
+                        (q.as_ptr().add(r * k + b * BLOCK + 4 * qd) as *const i64).read_unaligned();
+                    let xv = _mm256_set1_epi64x(quad);
+                    for (i, s) in isum.iter_mut().enumerate() {
+                        let wv =
+                            _mm256_cvtepi8_epi16(_mm_loadu_si128(at.add(16 * i) as *const __m128i));
+                        *s = _mm256_add_epi32(*s, _mm256_madd_epi16(wv, xv));
                     }
                 }
-                let dw = [
-                    _mm256_cvtph_ps(_mm_loadu_si128(blk as *const __m128i)),
-                    _mm256_cvtph_ps(_mm_loadu_si128(blk.add(16) as *const __m128i)),
+                // hadd pairs rows (0,1 | 4,5 · 2,3 | 6,7): restore row order.
+                let sums = [
+                    _mm256_permute4x64_epi64(_mm256_hadd_epi32(isum[0], isum[1]), 0b11_01_10_00),
+                    _mm256_permute4x64_epi64(_mm256_hadd_epi32(isum[2], isum[3]), 0b11_01_10_00),
                 ];
-                #[allow(clippy::needless_range_loop)]
-                for i in 0..2 {
-                    if i == 0 || two {
-                        let dx = _mm256_set1_ps(d[(r0 + i) * kbs + b]);
-                        for h in 0..2 {
-                            let s = _mm256_mul_ps(dw[h], dx);
-                            acc[i][h] =
-                                _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][h]), s, acc[i][h]);
-                        }
-                    }
+                let dx = _mm256_set1_ps(d[r * kbs + b]);
+                for (h, a) in acc.iter_mut().enumerate() {
+                    let dw = _mm256_cvtph_ps(_mm_loadu_si128(blk.add(16 * h) as *const __m128i));
+                    *a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[h]), _mm256_mul_ps(dw, dx), *a);
                 }
             }
-            for i in 0..if two { 2 } else { 1 } {
-                _mm256_storeu_ps(y[r0 + i].as_mut_ptr(), acc[i][0]);
-                _mm256_storeu_ps(y[r0 + i].as_mut_ptr().add(8), acc[i][1]);
-            }
+            _mm256_storeu_ps(yr.as_mut_ptr(), acc[0]);
+            _mm256_storeu_ps(yr.as_mut_ptr().add(8), acc[1]);
         }
     }
 }

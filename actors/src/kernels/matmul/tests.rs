@@ -247,6 +247,9 @@ fn edge_shapes() {
     check_float(WeightFormat::Q8_0, 7, 70, 32 * 20, true, 42);
     check_float(WeightFormat::Q4_0, 7, 70, 32 * 20, true, 42);
     check_float(WeightFormat::Q8_0Act16, 7, 70, 32 * 20, true, 42);
+    // Many rows (a batch call): the same bits on every route.
+    check_float(WeightFormat::Q8_0Act16, 37, 70, 32 * 20, true, 43);
+    check_float(WeightFormat::Q8_0Act16, 16, 33, 32, false, 44);
     // Zero and huge blocks: the scale of an all-zero block is 0, not NaN.
     let (w, dense) = float_weights(WeightFormat::Q8_0Act16, 5, 20, 64);
     let mut a = vec![0.0f32; 64];
