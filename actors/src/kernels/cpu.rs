@@ -167,19 +167,6 @@ mod amx {
     }
 }
 
-#[cfg(not(target_arch = "x86_64"))]
-mod amx {
-    #[derive(Debug, Default, Clone, Copy)]
-    pub(super) struct Tiles {
-        pub(super) int8: bool,
-        pub(super) bf16: bool,
-    }
-
-    pub(super) fn detect() -> Tiles {
-        Tiles::default()
-    }
-}
-
 /// The SIMD level kernels use by default on this machine.
 pub fn simd_level() -> SimdLevel {
     features().best_level()

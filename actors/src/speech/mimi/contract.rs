@@ -11,6 +11,7 @@
 use super::config::MimiConfig;
 use super::conv::ConvRoute;
 use super::error::MimiError;
+use super::quantizer::search_format;
 use super::resample::DOWNSAMPLE_WEIGHT;
 use super::seanet::conv_weights;
 use super::weights::{expected_tensors, MimiWeights};
@@ -30,7 +31,7 @@ pub struct MimiOptions {
     /// Run the convs that stream on the conv kernels (SEANet's long early
     /// and late layers: most of a frame's MACs) on bf16 weights and inputs
     /// with f32 sums, on AMX-BF16 tiles where the CPU has them (off by
-    /// default; elsewhere the same arithmetic is emulated, slower than f32).
+    /// default; without tiles `vdpbf16ps` or an emulation, slower than f32).
     pub bf16_convs: bool,
 }
 
@@ -154,8 +155,8 @@ impl BindContract {
         let (dim, s) = (cfg.seanet.dimension, cfg.resample_stride());
         let encoder = conv_weights(&cfg.seanet, false, cfg.frame_size());
         let decoder = conv_weights(&cfg.seanet, true, s);
-        let sides = encoder.into_iter().map(|c| (c, false));
-        for (c, decoding) in sides.chain(decoder.into_iter().map(|c| (c, true))) {
+        let encoder = encoder.into_iter().map(|c| (c, false));
+        for (c, decoding) in encoder.chain(decoder.into_iter().map(|c| (c, true))) {
             let bf16 = options.bf16_convs && c.min_channels >= BF16_MIN_CHANNELS;
             let wide = decoding && c.frames >= BF16_MIN_FRAMES;
             let format = match c.route {
@@ -194,13 +195,12 @@ impl BindContract {
             let name = e.name.as_str();
             let bytes = match plan.routes.iter().find(|r| r.name == e.name) {
                 Some(r) => r.bytes(),
-                None if name.ends_with("embedding_sum") => {
-                    if e.shape[1].is_multiple_of(32) {
-                        n / 32 * 34
-                    } else {
-                        2 * n
-                    }
+                None if name.ends_with("embedding_sum") => TensorRoute {
+                    name: e.name.clone(),
+                    shape: [e.shape[0], e.shape[1]],
+                    format: search_format(e.shape[1]),
                 }
+                .bytes(),
                 None => 4 * n,
             };
             if name.starts_with("encoder") || name.starts_with("downsample") {

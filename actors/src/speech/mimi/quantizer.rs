@@ -43,10 +43,20 @@ struct Approx {
     delta: Vec<f32>,
 }
 
+/// The format of the search's codebook copy for entries of `dim` values:
+/// q8_0 (i16 activations) when `dim` is whole 32-value blocks, else bf16.
+pub fn search_format(dim: usize) -> WeightFormat {
+    if dim.is_multiple_of(Q8_0_BLOCK) {
+        WeightFormat::Q8_0Act16
+    } else {
+        WeightFormat::Bf16
+    }
+}
+
 impl Approx {
-    /// The copy of `cb: [bins, dim]`: q8_0 blocks when `dim` is whole blocks, else bf16.
+    /// The copy of `cb: [bins, dim]` in [`search_format`].
     fn new(cb: &[f32], bins: usize, dim: usize) -> Result<Self, MimiError> {
-        let (weights, values) = if dim.is_multiple_of(Q8_0_BLOCK) {
+        let (weights, values) = if search_format(dim) == WeightFormat::Q8_0Act16 {
             let bytes = quantize_q8_0(cb, dim)?;
             let values = reference::dequantize_q8_0(&bytes)?;
             (Weights::q8_0_act16_from_ggml(&bytes, bins, dim)?, values)
