@@ -6,11 +6,12 @@
 //! block from vectors (Zen 4, Cooper Lake), and portable code emulates it
 //! elsewhere.
 //!
-//! A bf16 × bf16 product is exact in f32; the tiles add each step's 32
-//! products in the hardware's order, the emulation one by one, so the two
-//! agree to f32 rounding (not bit for bit), each within f32 rounding of the
-//! f64 reference. Lanes split output time and channel blocks, never a sum,
-//! so on one CPU the bits do not depend on the thread budget.
+//! A bf16 × bf16 product is exact in f32; the tiles and `vdpbf16ps` add a
+//! step's products in the hardware's order, the emulation one by one (the
+//! same bits at every SIMD level), so the three agree to f32 rounding, not
+//! bit for bit, each within f32 rounding of the f64 reference. Lanes split
+//! output time and channel blocks, never a sum, so on one CPU the bits do
+//! not depend on the thread budget.
 //!
 //! Reference: [`super::conv1d::conv1d_reference`] on the rounded values
 //! ([`round_bf16`]); the f32 sums stay within f32 rounding of its f64 sums.

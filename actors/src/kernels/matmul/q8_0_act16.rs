@@ -1,25 +1,24 @@
 //! q8_0 weights against activations quantized per 32-value block to i16
 //! ([`super::WeightFormat::Q8_0Act16`]): integer block dot products on
 //! AVX512-VNNI (`vpdpwssd`: pairs of i16 × i16 into i32; AVX2 `vpmaddwd`
-//! elsewhere, the same sums), vectorised over 16
-//! output rows, so a block of 16 rows × 32 values takes 16 instructions per
-//! activation row instead of the f32 route's widening and FMAs (the f32
-//! route is bound by that work, not by the weight bytes, for 1–16 rows).
+//! elsewhere, the same sums), vectorised over 16 output rows: a block of 16
+//! rows × 32 values takes 16 instructions per activation row instead of the
+//! f32 route's widening and FMAs (which bound that route, not the weight
+//! bytes, for a streaming step's 1–16 rows).
 //!
 //! Activations: per row and block `b`, `dx = amax / 32767` and
-//! `qx = round(x · 32767 / amax)` (ties to even) (relative error ≤ 2⁻¹⁶ of the block's largest value,
-//! far below the q8_0 weights' own). Each output is
-//! `Σ_b fma(float(Σ_j qw·qx), dw_b·dx_b, acc)` in block order: integer
-//! sums are exact, so the SIMD route and the scalar one give the same bits,
-//! and a row's result does not depend on the other rows or the lane split.
+//! `qx = round(x · 32767 / amax)` (ties to even): within 2⁻¹⁶ of the
+//! block's largest value, far below the q8_0 weights' own error. Each
+//! output is `Σ_b fma(float(Σ_j qw·qx), dw_b·dx_b, acc)` in block order:
+//! integer sums are exact, so every route gives the same bits, and a row's
+//! result does not depend on the other rows or the lane split.
 //!
 //! Layout: per group of 16 weight rows and block `b`, 16 f16 scales (32
 //! bytes) then the quants as 8 quads × 16 rows × 4 bytes (512 bytes): row
-//! `n`'s values `4q..4q + 4` sit together — AMX-INT8's B-tile layout, which
-//! the vector routes read as two `vpdpwssd` pairs per quad. Rows past N are
-//! zero. (An AMX-INT8 route on `256·hi + lo` byte planes was measured:
-//! each 32-value block's sums must leave the tiles for their scales, and
-//! that store-and-reload made it slower than `vpdpwssd`.)
+//! `n`'s values `4q..4q + 4` sit together, read as two `vpdpwssd` pairs per
+//! quad (AMX-INT8's B-tile layout too, but an AMX route on `256·hi + lo`
+//! byte planes measured slower: each block's sums must leave the tiles for
+//! their scales). Rows past N are zero.
 
 use super::{add_bias, DisjointOut, CHUNK_N};
 use crate::kernels::cpu::{self, SimdLevel};
