@@ -37,21 +37,16 @@ const MIN_UNITS: usize = 8;
 /// Channel pairs per parallel chunk of the input packing.
 const PACK_PAIRS: usize = 4;
 
-/// `x` rounded to bf16 (nearest, ties to even), as bits.
+/// `x` rounded to bf16 (nearest, ties to even; NaN stays NaN), as bits.
 #[inline(always)]
 pub fn to_bf16(x: f32) -> u16 {
-    let b = x.to_bits();
-    if x.is_nan() {
-        // Keep NaN a NaN (rounding could carry into the exponent).
-        return ((b >> 16) | 0x40) as u16;
-    }
-    ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
+    half::bf16::from_f32(x).to_bits()
 }
 
 /// The f32 value of bf16 bits (exact).
 #[inline(always)]
 pub fn from_bf16(b: u16) -> f32 {
-    f32::from_bits((b as u32) << 16)
+    half::bf16::from_bits(b).to_f32()
 }
 
 /// `v` rounded to bf16 values, as f32 (the reference's inputs).

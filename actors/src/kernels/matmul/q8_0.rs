@@ -38,7 +38,7 @@ pub(super) struct Q8Weights {
     pub(super) q4: bool,
 }
 
-fn check_k(k: usize) -> Result<(), KernelError> {
+pub(super) fn check_k(k: usize) -> Result<(), KernelError> {
     if !k.is_multiple_of(Q8_0_BLOCK) {
         return Err(KernelError::Param {
             what: "k",
@@ -114,17 +114,23 @@ const fn block_bytes<const Q4: bool>() -> usize {
     }
 }
 
+/// `w` is whole rows of `k` values, `k` whole blocks (the quantizers' input).
+fn check_rows(what: &'static str, w: &[f32], k: usize) -> Result<(), KernelError> {
+    check_k(k)?;
+    if k == 0 || !w.len().is_multiple_of(k) {
+        return Err(KernelError::Param {
+            what,
+            detail: format!("{} values are not whole rows of {k}", w.len()),
+        });
+    }
+    Ok(())
+}
+
 /// Quantize row-major f32 rows of length `k` to GGML q4_0 bytes (GGML's
 /// reference quantizer: `d = v / −8` for the value `v` of largest magnitude,
 /// `q = min(15, trunc(x / d + 8.5))`).
 pub fn quantize_q4_0(w: &[f32], k: usize) -> Result<Vec<u8>, KernelError> {
-    check_k(k)?;
-    if k == 0 || !w.len().is_multiple_of(k) {
-        return Err(KernelError::Param {
-            what: "q4_0 source",
-            detail: format!("{} values are not whole rows of {k}", w.len()),
-        });
-    }
+    check_rows("q4_0 source", w, k)?;
     let mut out = Vec::with_capacity(w.len() / Q8_0_BLOCK * Q4_0_BLOCK_BYTES);
     for blk in w.chunks_exact(Q8_0_BLOCK) {
         let max = blk
@@ -141,13 +147,7 @@ pub fn quantize_q4_0(w: &[f32], k: usize) -> Result<Vec<u8>, KernelError> {
 
 /// Quantize row-major f32 rows of length `k` to GGML q8_0 bytes (GGML's reference quantizer).
 pub fn quantize_q8_0(w: &[f32], k: usize) -> Result<Vec<u8>, KernelError> {
-    check_k(k)?;
-    if k == 0 || !w.len().is_multiple_of(k) {
-        return Err(KernelError::Param {
-            what: "q8_0 source",
-            detail: format!("{} values are not whole rows of {k}", w.len()),
-        });
-    }
+    check_rows("q8_0 source", w, k)?;
     let mut out = Vec::with_capacity(w.len() / Q8_0_BLOCK * Q8_0_BLOCK_BYTES);
     for blk in w.chunks_exact(Q8_0_BLOCK) {
         let amax = blk.iter().fold(0.0f32, |m, v| m.max(v.abs()));

@@ -39,7 +39,7 @@ const ROWS: usize = 8;
 /// Largest i16 magnitude used (symmetric).
 const QMAX: f32 = 32767.0;
 
-const _: () = assert!(CHUNK_N.is_multiple_of(GROUP));
+const _: () = assert!(CHUNK_N.is_multiple_of(GROUP) && BLOCK == super::Q8_0_BLOCK);
 
 /// Packed weights (see the module docs).
 #[derive(Debug, Clone)]
@@ -83,12 +83,7 @@ impl Act16Scratch {
 impl Act16Weights {
     /// From GGML q8_0 bytes (`N·K/32` blocks of f16 scale + 32 × i8).
     pub(super) fn from_ggml(bytes: &[u8], n: usize, k: usize) -> Result<Self, KernelError> {
-        if !k.is_multiple_of(BLOCK) {
-            return Err(KernelError::Param {
-                what: "k",
-                detail: format!("q8_0 needs K divisible by {BLOCK} (got {k})"),
-            });
-        }
+        super::q8_0::check_k(k)?;
         let kbs = k / BLOCK;
         check_len("q8_0 bytes", n * kbs * 34, bytes.len())?;
         let groups = n.div_ceil(GROUP);
