@@ -1,3 +1,16 @@
-//! Speech models built on the kernels: codecs and their streaming sessions.
+//! Speech models built on the kernels: the Mimi codec and its streaming
+//! sessions, the Moshi speech-text language model and its sampler, and the
+//! attention and config reading they share.
 
+pub mod attention;
+pub mod config_json;
 pub mod mimi;
+pub mod moshi;
+pub mod sampler;
+
+/// A fresh id tying a state to the component that sized its buffers.
+pub(crate) fn next_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}

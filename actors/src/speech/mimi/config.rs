@@ -3,6 +3,7 @@
 //! defaults (`moshi.models.loaders._mimi_config`) for every absent field.
 
 use super::error::MimiError;
+use crate::speech::config_json::Obj;
 use serde_json::Value;
 
 /// SEANet encoder/decoder hyper-parameters (`seanet` kwargs).
@@ -138,96 +139,9 @@ impl Default for MimiConfig {
     }
 }
 
-/// Field accessors that name the dotted path on error.
-struct Obj<'a> {
-    path: &'a str,
-    map: Option<&'a serde_json::Map<String, Value>>,
-}
-
-impl<'a> Obj<'a> {
-    fn new(path: &'a str, v: Option<&'a Value>) -> Result<Self, MimiError> {
-        match v {
-            None | Some(Value::Null) => Ok(Self { path, map: None }),
-            Some(Value::Object(map)) => Ok(Self {
-                path,
-                map: Some(map),
-            }),
-            Some(_) => Err(field_err(path, "", "must be an object")),
-        }
-    }
-
-    fn get(&self, key: &str) -> Option<&'a Value> {
-        self.map.and_then(|m| m.get(key)).filter(|v| !v.is_null())
-    }
-
-    fn sub(&self, key: &'a str) -> Result<Obj<'a>, MimiError> {
-        Obj::new(key, self.get(key))
-    }
-
-    fn usize(&self, key: &str, default: usize) -> Result<usize, MimiError> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => v
-                .as_u64()
-                .and_then(|n| usize::try_from(n).ok())
-                .ok_or_else(|| field_err(self.path, key, "must be a non-negative integer")),
-        }
-    }
-
-    fn f64(&self, key: &str, default: f64) -> Result<f64, MimiError> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => v
-                .as_f64()
-                .ok_or_else(|| field_err(self.path, key, "must be a number")),
-        }
-    }
-
-    fn bool(&self, key: &str, default: bool) -> Result<bool, MimiError> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => v
-                .as_bool()
-                .ok_or_else(|| field_err(self.path, key, "must be a boolean")),
-        }
-    }
-
-    /// A string field that must be one of `allowed` (the subset voxlane implements).
-    fn one_of(&self, key: &str, allowed: &[&str]) -> Result<(), MimiError> {
-        match self.get(key) {
-            None => Ok(()),
-            Some(Value::String(s)) if allowed.contains(&s.as_str()) => Ok(()),
-            Some(v) => Err(field_err(
-                self.path,
-                key,
-                &format!("{v} is not supported (expected one of {allowed:?})"),
-            )),
-        }
-    }
-
-    fn usize_list(&self, key: &str, default: &[usize]) -> Result<Vec<usize>, MimiError> {
-        match self.get(key) {
-            None => Ok(default.to_vec()),
-            Some(Value::Array(a)) => a
-                .iter()
-                .map(|v| v.as_u64().and_then(|n| usize::try_from(n).ok()))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| field_err(self.path, key, "must be a list of integers")),
-            Some(_) => Err(field_err(self.path, key, "must be a list of integers")),
-        }
-    }
-}
-
+/// A config error for `key` of the object at `path`.
 fn field_err(path: &str, key: &str, detail: &str) -> MimiError {
-    let field = match (path.is_empty(), key.is_empty()) {
-        (true, _) => key.to_string(),
-        (false, true) => path.to_string(),
-        (false, false) => format!("{path}.{key}"),
-    };
-    MimiError::Config {
-        field,
-        detail: detail.to_string(),
-    }
+    crate::speech::config_json::field_err(path, key, detail).into()
 }
 
 impl MimiConfig {
@@ -327,7 +241,7 @@ impl MimiConfig {
                     as f32,
             ),
         };
-        let layer_scale = if t.map.is_none() {
+        let layer_scale = if t.is_absent() {
             d.transformer.layer_scale
         } else {
             layer_scale

@@ -52,6 +52,15 @@ pub enum MimiError {
     Kernel(#[from] KernelError),
 }
 
+impl From<crate::speech::config_json::FieldError> for MimiError {
+    fn from(e: crate::speech::config_json::FieldError) -> Self {
+        MimiError::Config {
+            field: e.field,
+            detail: e.detail,
+        }
+    }
+}
+
 impl From<voxlane_runtime::LaneError> for MimiError {
     fn from(e: voxlane_runtime::LaneError) -> Self {
         MimiError::Kernel(KernelError::Lane(e))

@@ -2,7 +2,7 @@
 //! with PyTorch `moshi` 0.2.13: batch and streaming encode/decode.
 //!
 //! Layout: [`config`] (JSON + official defaults), [`weights`] (expected
-//! tensor list, validated loading), [`attention`] (moshi-exact batch and streaming windows), [`conv`] (causal convs with moshi
+//! tensor list, validated loading), [`conv`] (causal convs with moshi
 //! streaming semantics), [`seanet`], [`transformer`], [`resample`],
 //! [`quantizer`], and [`model`] (the pipeline and streaming sessions).
 
@@ -16,7 +16,6 @@
 //! load (typed [`MimiError`]s), bind = session construction (all buffers),
 //! execute = one `step` (allocation-free, bit-identical for every budget).
 
-pub mod attention;
 pub mod config;
 pub mod contract;
 pub mod conv;
@@ -31,12 +30,7 @@ pub mod weights;
 pub use config::MimiConfig;
 pub use contract::{BindContract, MimiOptions, TensorRoute, WorkspaceRule};
 
-/// A fresh id tying a state to the component that sized its buffers.
-pub(crate) fn next_id() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
+pub(crate) use super::next_id;
 pub use error::MimiError;
 pub use model::{Codes, DecoderState, EncoderState, MimiDecoder, MimiEncoder, MimiModel};
 pub use weights::MimiWeights;

@@ -8,7 +8,6 @@
 //! construction. States ([`EncoderState`], [`DecoderState`]) are sized once
 //! for their largest step; a step allocates nothing.
 
-use super::attention::Window;
 use super::config::MimiConfig;
 use super::contract::{BindContract, MimiOptions, WorkspaceRule};
 use super::conv::{CausalConv, CausalConvTr, ConvHistory, ConvScratch};
@@ -18,6 +17,7 @@ use super::resample;
 use super::seanet::{Seanet, SeanetState};
 use super::transformer::{Transformer, TransformerState};
 use super::weights::MimiWeights;
+use crate::speech::attention::Window;
 use std::path::Path;
 use std::sync::Arc;
 use voxlane_runtime::weights::WeightFile;

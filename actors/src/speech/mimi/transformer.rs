@@ -9,7 +9,6 @@
 //! non-streaming mask; streaming states follow moshi's ring-buffer window
 //! (see [`Window`]).
 
-use super::attention::{RingAttention, Window};
 use super::config::TransformerConfig;
 use super::contract::BindContract;
 use super::error::MimiError;
@@ -18,6 +17,7 @@ use crate::kernels::cpu::simd_level;
 use crate::kernels::elementwise::fast_math::gelu_inplace;
 use crate::kernels::elementwise::norms::layer_norm;
 use crate::kernels::matmul::{matmul_ws, MatmulWorkspace, WeightFormat, Weights};
+use crate::speech::attention::{RingAttention, Window};
 use voxlane_runtime::Fork;
 
 /// LayerNorm epsilon of moshi's `create_norm_fn("layer_norm")`.
@@ -203,7 +203,7 @@ impl Transformer {
                     c.num_heads,
                     head_dim,
                     c.context,
-                    c.max_period,
+                    Some(c.max_period),
                     max_t,
                     window,
                 )

@@ -1,4 +1,6 @@
-//! Causal RoPE attention with moshi's exact windows, batch and streaming.
+//! Causal attention with moshi's exact windows, batch and streaming, with
+//! interleaved RoPE (Mimi's and Moshi's temporal transformers) or without
+//! positions (Moshi's depformer).
 //!
 //! moshi masks `0 ≤ p_q − p_k < context`. Without a streaming state (batch)
 //! that is the whole window. In streaming, keys live in a `RingKVCache` of
@@ -8,16 +10,16 @@
 //! after the step): the first query of Mimi's 2-frame steps sees 249 keys,
 //! not 250. [`Window`] selects which rule a state follows; the kernel's
 //! [`KvCache`](crate::kernels::attention::KvCache) implements the batch one
-//! only, hence this Mimi-local copy.
+//! only, hence this speech-model copy shared by Mimi and Moshi.
 //!
 //! Heads are computed one per lane chunk in a fixed order: the result is
 //! identical for every thread budget.
 
-use super::error::MimiError;
 use crate::kernels::cpu::{simd_level, SimdLevel};
 use crate::kernels::elementwise::fast_math::exp_inplace;
 use crate::kernels::elementwise::simd::{dispatch, SimdFn, Vf32};
 use crate::kernels::f32_matvec;
+use crate::kernels::KernelError;
 use voxlane_runtime::Fork;
 
 /// Which keys a query sees.
@@ -45,7 +47,8 @@ pub struct RingAttention {
     values: Vec<f32>,
     /// Next absolute position.
     pos: usize,
-    /// RoPE inverse frequencies `max_period^(−2i/D)` (moshi's f32 formula).
+    /// RoPE inverse frequencies `max_period^(−2i/D)` (moshi's f32 formula);
+    /// empty without positional embedding.
     freqs: Vec<f32>,
     /// `(cos, sin)` per pair for the current position.
     cs: Vec<(f32, f32)>,
@@ -68,24 +71,33 @@ impl RingAttention {
             + self.work.len()
     }
 
-    /// An empty cache for `heads × head_dim` with a `context` window and steps of up to `max_t`.
+    /// An empty cache for `heads × head_dim` with a `context` window and steps
+    /// of up to `max_t`; `rope_max_period` `None` attends without positions.
     pub fn new(
         heads: usize,
         head_dim: usize,
         context: usize,
-        max_period: f32,
+        rope_max_period: Option<f32>,
         max_t: usize,
         window: Window,
-    ) -> Result<Self, MimiError> {
+    ) -> Result<Self, KernelError> {
         if heads == 0 || head_dim == 0 || !head_dim.is_multiple_of(2) || context == 0 || max_t == 0
         {
-            return Err(MimiError::Input(format!(
-                "attention {heads}×{head_dim} (even), context {context}, step {max_t}"
-            )));
+            return Err(KernelError::Param {
+                what: "attention shape",
+                detail: format!(
+                    "{heads} heads × {head_dim} (even), context {context}, step {max_t}"
+                ),
+            });
         }
         let cap = context + max_t - 1;
-        let c = (-(max_period as f64).ln() * 2.0 / head_dim as f64) as f32;
-        let freqs: Vec<f32> = (0..head_dim / 2).map(|i| (i as f32 * c).exp()).collect();
+        let freqs: Vec<f32> = match rope_max_period {
+            Some(max_period) => {
+                let c = (-(max_period as f64).ln() * 2.0 / head_dim as f64) as f32;
+                (0..head_dim / 2).map(|i| (i as f32 * c).exp()).collect()
+            }
+            None => Vec::new(),
+        };
         Ok(Self {
             heads,
             head_dim,
@@ -119,15 +131,24 @@ impl RingAttention {
         v: &[f32],
         t: usize,
         out: &mut [f32],
-    ) -> Result<(), MimiError> {
+    ) -> Result<(), KernelError> {
         let (h_n, d, cap) = (self.heads, self.head_dim, self.cap);
         let width = h_n * d;
-        if t == 0 || t > self.max_t || [q, k, v].iter().any(|a| a.len() != t * width) {
-            return Err(MimiError::Input(format!(
-                "attention step of {t} positions (max {}) with {} values per operand",
-                self.max_t,
-                q.len()
-            )));
+        if t == 0
+            || t > self.max_t
+            || [q, k, v].iter().any(|a| a.len() != t * width)
+            || out.len() != t * width
+        {
+            return Err(KernelError::Param {
+                what: "attention step",
+                detail: format!(
+                    "{t} positions (max {}) with {} values per operand, {} out (want {})",
+                    self.max_t,
+                    q.len(),
+                    out.len(),
+                    t * width
+                ),
+            });
         }
         // Rotate and store the new keys/values, rotate the queries (moshi `apply_rope`).
         for i in 0..t {
@@ -363,7 +384,8 @@ mod tests {
             let n = total * heads * d;
             let (q, k, v) = (rnd(&mut seed, n), rnd(&mut seed, n), rnd(&mut seed, n));
             let want = naive(&q, &k, &v, heads, d, context, &steps, window);
-            let mut att = RingAttention::new(heads, d, context, 10_000.0, max_t, window).unwrap();
+            let mut att =
+                RingAttention::new(heads, d, context, Some(10_000.0), max_t, window).unwrap();
             let mut base = 0;
             let width = heads * d;
             for &t in &steps {

@@ -1,0 +1,29 @@
+//! Kyutai's Moshi speech-text language model, token-exact with PyTorch
+//! `moshi` 0.2.13: per 80 ms frame it reads the other speaker's Mimi codes
+//! and predicts one text token (temporal transformer) and its own audio
+//! codes (depformer).
+//!
+//! Layout: [`config`] (JSON + official 7B defaults), [`weights`] (expected
+//! tensors, checked loading converted tensor by tensor, random weights for
+//! benchmarks), [`embedding`], [`transformer`] (the temporal and depth
+//! stacks), [`model`] (`MoshiLm`: `forward_text`, `depformer_step`),
+//! [`lmgen`] (the delay ring of `LMGen`) and [`session`] (all of it with a
+//! sampler per stream: one call per frame).
+
+pub mod config;
+pub mod embedding;
+pub mod error;
+pub mod lmgen;
+pub mod model;
+pub mod session;
+pub mod transformer;
+pub mod weights;
+
+pub use config::MoshiConfig;
+pub use error::MoshiError;
+pub use lmgen::LmGen;
+pub use model::{LmState, LmWeights, MoshiLm};
+pub use session::{MoshiSession, StreamSampling};
+
+#[cfg(test)]
+mod tests;
