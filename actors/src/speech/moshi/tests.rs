@@ -58,3 +58,120 @@ fn greedy_tokens_equal_pytorch() {
         assert_eq!(g, w, "step {i}");
     }
 }
+
+/// Every logit of a greedy run (text, then each codebook), per call.
+fn logits_run(
+    lm: &Arc<MoshiLm>,
+    threads: usize,
+    forced: Option<&[Vec<u32>]>,
+) -> (Vec<Vec<u32>>, Vec<Vec<f32>>) {
+    let pool = LanePool::new(threads).unwrap();
+    let mut s = MoshiSession::new(lm.clone(), StreamSampling::GREEDY, 0).unwrap();
+    let (mut tokens, mut logits) = (Vec::new(), Vec::new());
+    for (i, f) in user_frames().iter().enumerate() {
+        let mut frame_logits = Vec::new();
+        // Calls pick (text, audio) for their own frame; teacher forcing replays them.
+        let force = forced.map(|fr| &fr[i]);
+        s.step_with(
+            &pool,
+            f,
+            session::Forced {
+                text: force.map(|v| v[0]),
+                audio: force.map(|v| &v[1..]),
+            },
+            &mut |_, l| frame_logits.push(l.to_vec()),
+        )
+        .unwrap();
+        // What this call picked: argmax of each logits row (greedy).
+        let picked: Vec<u32> = frame_logits
+            .iter()
+            .map(|l| crate::speech::sampler::argmax(l) as u32)
+            .collect();
+        tokens.push(force.cloned().unwrap_or(picked));
+        logits.push(frame_logits.concat());
+    }
+    (tokens, logits)
+}
+
+#[test]
+fn tokens_and_logits_are_bit_identical_for_every_budget() {
+    let (_, lm) = tiny();
+    let (t1, l1) = logits_run(&lm, 1, None);
+    for threads in 2..=4 {
+        let (t, l) = logits_run(&lm, threads, None);
+        assert_eq!(t, t1, "{threads} threads");
+        let bits = |v: &[Vec<f32>]| v.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert!(bits(&l) == bits(&l1), "{threads} threads: logits differ");
+    }
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+#[test]
+fn quantized_routes_track_f32_logits() {
+    let (cfg, lm) = tiny();
+    let (tokens, reference) = logits_run(&lm, 2, None);
+    for (weights, min_cos) in [
+        (LmWeights::Bf16, 0.999),
+        (LmWeights::Q8_0, 0.99),
+        (LmWeights::Q4_0, 0.95),
+    ] {
+        let q = Arc::new(MoshiLm::load(&cfg, &fixture("model.safetensors"), weights).unwrap());
+        let (_, logits) = logits_run(&q, 2, Some(&tokens));
+        let mut worst = 1.0f64;
+        let (mut agree, mut total) = (0usize, 0usize);
+        for (call, (lq, lf)) in logits.iter().zip(&reference).enumerate() {
+            // Per stream: text logits, then each codebook's.
+            let mut off = 0;
+            for (s, width) in std::iter::once(cfg.text_card)
+                .chain(std::iter::repeat_n(cfg.card, cfg.dep_q))
+                .enumerate()
+            {
+                let c = cosine(&lq[off..off + width], &lf[off..off + width]);
+                worst = worst.min(c);
+                let a = crate::speech::sampler::argmax(&lq[off..off + width]) as u32;
+                agree += usize::from(a == tokens[call][s]);
+                total += 1;
+                off += width;
+            }
+        }
+        eprintln!(
+            "{}: worst logits cosine {worst:.5}, greedy agreement {agree}/{total} ({:.1}%)",
+            weights.name(),
+            100.0 * agree as f64 / total as f64
+        );
+        assert!(
+            worst >= min_cos,
+            "{}: worst cosine {worst} < {min_cos}",
+            weights.name()
+        );
+    }
+}
+
+#[test]
+fn sampled_runs_repeat_per_seed_for_every_budget() {
+    let (_, lm) = tiny();
+    let run = |threads: usize, seed: u64| {
+        let pool = LanePool::new(threads).unwrap();
+        let mut s = MoshiSession::new(lm.clone(), StreamSampling::default(), seed).unwrap();
+        let mut out = Vec::new();
+        for f in user_frames() {
+            if let Some(frame) = s.step(&pool, &f).unwrap() {
+                out.extend_from_slice(frame);
+            }
+        }
+        out
+    };
+    let a = run(1, 7);
+    assert_eq!(run(3, 7), a);
+    assert_ne!(run(1, 8), a, "another seed should draw other tokens");
+}
