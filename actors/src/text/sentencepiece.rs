@@ -10,6 +10,7 @@
 //! Not replicated: sampling and n-best encoding, `extra_options`
 //! (`bos:eos:reverse`), the load-time self test, BPE / WORD / CHAR models.
 
+mod decode;
 mod encode;
 mod error;
 mod model;
@@ -27,7 +28,6 @@ use encode::Segmenter;
 use model::{ModelProto, Piece, PieceType};
 use normalize::Normalizer;
 use trie::Trie;
-use utf8::valid_char_len;
 
 pub use error::SpmError;
 
@@ -221,31 +221,6 @@ impl SentencePiece {
         String::from_utf8_lossy(&self.normalizer.normalize(text.as_bytes())).into_owned()
     }
 
-    /// Text of `ids`, as the library's `decode(ids)`; an id past the vocabulary is an error.
-    pub fn decode(&self, ids: &[u32]) -> Result<String, SpmError> {
-        let mut tokens = Vec::with_capacity(ids.len());
-        for &id in ids {
-            let piece = self.id_to_piece(id).ok_or(SpmError::IdOutOfRange {
-                id,
-                vocab_size: self.pieces.len(),
-            })?;
-            tokens.push((piece, id));
-        }
-        Ok(self.decode_tokens(&tokens))
-    }
-
-    /// Text of `pieces`, as the library's `decode(pieces)`: a piece not in the vocabulary stays as it is.
-    pub fn decode_pieces<S: AsRef<str>>(&self, pieces: &[S]) -> String {
-        let tokens: Vec<(&str, u32)> = pieces
-            .iter()
-            .map(|p| {
-                let p = p.as_ref();
-                (p, self.ids.get(p).copied().unwrap_or(self.segmenter.unk_id))
-            })
-            .collect();
-        self.decode_tokens(&tokens)
-    }
-
     /// The piece string of `id`.
     pub fn id_to_piece(&self, id: u32) -> Option<&str> {
         self.pieces.get(id as usize).map(|p| p.piece.as_str())
@@ -327,57 +302,6 @@ impl SentencePiece {
         }
         (normalized, tokens)
     }
-
-    /// The library's `Decode` over `(piece, id)` pairs.
-    fn decode_tokens(&self, tokens: &[(&str, u32)]) -> String {
-        let mut text = String::new();
-        let mut bytes = Vec::new();
-        // Only the first piece's leading `▁` (the dummy prefix) is dropped; with
-        // `remove_extra_whitespaces`, every leading `▁` until some text appears.
-        let mut is_bos_ws = true;
-        let mut bos_ws_seen = false;
-        for &(piece, id) in tokens {
-            let kind = self.kind(id);
-            if kind == Some(PieceType::Byte) {
-                if let Some(byte) = byte_of_piece(piece) {
-                    bytes.push(byte);
-                }
-                continue;
-            }
-            push_bytes_lossy(&mut text, &mut bytes);
-            if bos_ws_seen || !text.is_empty() {
-                is_bos_ws = false;
-            }
-            bos_ws_seen = false;
-            match kind {
-                Some(PieceType::Control) => {}
-                Some(PieceType::Unknown) => {
-                    if self.id_to_piece(id) == Some(piece) {
-                        text.push_str(&self.unk_surface);
-                    } else {
-                        text.push_str(piece);
-                    }
-                }
-                _ => {
-                    let mut piece = piece;
-                    if is_bos_ws && (self.add_dummy_prefix || self.remove_extra_whitespaces) {
-                        if let Some(rest) = piece.strip_prefix('\u{2581}') {
-                            piece = rest;
-                            bos_ws_seen = !self.remove_extra_whitespaces;
-                        }
-                    }
-                    text.push_str(&piece.replace('\u{2581}', " "));
-                }
-            }
-        }
-        push_bytes_lossy(&mut text, &mut bytes);
-        match &self.denormalizer {
-            Some(denormalizer) => {
-                String::from_utf8_lossy(&denormalizer.normalize(text.as_bytes())).into_owned()
-            }
-            None => text,
-        }
-    }
 }
 
 /// The segmenter over the NORMAL, USER_DEFINED and UNUSED pieces.
@@ -396,21 +320,15 @@ fn build_segmenter(pieces: &[Piece], unk_id: u32) -> Result<Segmenter, SpmError>
     if segment_pieces.is_empty() {
         return Err(SpmError::NoSegmentPieces);
     }
-    // `FLT_MAX` / `FLT_MIN` starts and `std::min` / `std::max` (NaN never wins), as the library.
-    let (mut min_score, mut max_score) = (f32::MAX, f32::MIN_POSITIVE);
-    for piece in pieces.iter().filter(|p| p.kind == PieceType::Normal) {
-        if piece.score < min_score {
-            min_score = piece.score;
-        }
-        if max_score < piece.score {
-            max_score = piece.score;
-        }
-    }
+    // `std::min` from `FLT_MAX`, as the library (a NaN score never wins).
+    let min_score = pieces
+        .iter()
+        .filter(|p| p.kind == PieceType::Normal)
+        .fold(f32::MAX, |min, p| if p.score < min { p.score } else { min });
     Ok(Segmenter {
         trie: Trie::new(segment_pieces),
         unk_id,
         min_score,
-        max_score,
     })
 }
 
@@ -422,23 +340,4 @@ fn byte_of_piece(piece: &str) -> Option<u8> {
         return None;
     }
     u8::from_str_radix(hex, 16).ok()
-}
-
-/// Appends byte pieces as UTF-8, each malformed byte as U+FFFD (the library's rule,
-/// which differs from `from_utf8_lossy` on truncated sequences), and clears them.
-fn push_bytes_lossy(text: &mut String, bytes: &mut Vec<u8>) {
-    let mut rest = &bytes[..];
-    while !rest.is_empty() {
-        match valid_char_len(rest) {
-            Some(len) => {
-                text.push_str(std::str::from_utf8(&rest[..len]).unwrap_or("\u{FFFD}"));
-                rest = &rest[len..];
-            }
-            None => {
-                text.push('\u{FFFD}');
-                rest = &rest[1..];
-            }
-        }
-    }
-    bytes.clear();
 }

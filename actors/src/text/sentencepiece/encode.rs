@@ -1,12 +1,12 @@
 //! Unigram segmentation: the best-scoring split of the normalized text into
 //! pieces, by the library's `Model::EncodeOptimized` (the encoder it runs by
-//! default), reproduced down to its float arithmetic so ties and near-ties
-//! resolve the same way.
+//! default), down to its f32 arithmetic so that ties and near-ties resolve
+//! the same way.
 //!
-//! For each end position it keeps the best path ending there. A start position
+//! For each end position it keeps the best path ending there, the first found
+//! on a tie (so the path whose last piece starts earliest). A start position
 //! offers every piece the trie finds at it; a character no single piece
-//! covers becomes `<unk>` scored `min_score - 10`; a user-defined symbol
-//! scores `len * max_score - 0.1` so that it is always taken.
+//! covers becomes `<unk>` scored `min_score - 10`.
 
 use super::model::{Piece, PieceType};
 use super::trie::Trie;
@@ -15,15 +15,25 @@ use super::utf8::one_char_len;
 /// sentencepiece's `kUnkPenalty`.
 const UNK_PENALTY: f32 = 10.0;
 
+/// A user-defined piece's score: 0.1 per byte, less 0.1, so it beats its
+/// characters spelled out with typical (negative) scores.
+///
+/// Measured on sentencepiece 0.2.3 (bisecting the score at which `ee…e` as
+/// single characters overtakes the user-defined `ee…e`: 0.1, 0.2, 0.7, 1.5
+/// for 2, 3, 8, 16 bytes, whatever the other scores); the v0.2.0 source reads
+/// `length * max_score - 0.1` instead. Computed in f64, then stored as f32.
+fn user_defined_score(bytes: usize) -> f32 {
+    (bytes as f64 * 0.1 - 0.1) as f32
+}
+
 /// What the segmenter needs to know about the vocabulary.
 #[derive(Debug, Clone)]
 pub(super) struct Segmenter {
     /// NORMAL, USER_DEFINED and UNUSED pieces.
     pub trie: Trie,
     pub unk_id: u32,
-    /// The lowest and highest NORMAL score, starting from `FLT_MAX` / `FLT_MIN` as the library does.
+    /// The lowest NORMAL score (`f32::MAX` if none), as the library's `min_score`.
     pub min_score: f32,
-    pub max_score: f32,
 }
 
 /// The best path ending at one position.
@@ -62,28 +72,25 @@ impl Segmenter {
                     if piece.kind == PieceType::Unused {
                         return;
                     }
-                    // The library's arithmetic: a user-defined score is
-                    // `size_t * float - 0.1` (a double), so the sum is a double,
-                    // compared with the stored float and then rounded to float.
                     let score = if piece.kind == PieceType::UserDefined {
-                        f64::from(length as f32 * self.max_score) - 0.1
+                        user_defined_score(length)
                     } else {
-                        f64::from(piece.score)
+                        piece.score
                     };
-                    let candidate = score + f64::from(score_here);
+                    // All in f32, as the library: sums round at every step.
+                    let candidate = score + score_here;
                     let target = &mut best[starts_at + length];
                     // Strictly better: on a tie the earlier start wins.
-                    if target.starts_at == usize::MAX || candidate > f64::from(target.score) {
+                    if target.starts_at == usize::MAX || candidate > target.score {
                         *target = BestPath {
                             id,
-                            score: candidate as f32,
+                            score: candidate,
                             starts_at,
                         };
                     }
                     has_single_char_piece |= length == char_len;
                 });
             if !has_single_char_piece {
-                // Float arithmetic here, as in the library.
                 let candidate = unk_score + score_here;
                 let target = &mut best[starts_at + char_len];
                 if target.starts_at == usize::MAX || candidate > target.score {

@@ -111,15 +111,36 @@ fn byte_fallback_model_matches_generated_cases() {
     assert!(n > 50, "{n} cases");
 }
 
-/// Differential check on cases from elsewhere, e.g. `gen_spm_cases.py`'s `cases()`
-/// run over other texts or models: `SPM_MODEL=… SPM_CASES=… cargo test … -- --ignored`.
+/// Differential check on cases from elsewhere (`gen_spm_cases.py`'s `cases()`
+/// over other texts or models): `SPM_MODEL=m.model SPM_CASES=m.json`, or
+/// `SPM_MODEL=dir` for every `dir/*.model` with its `.json` beside it; run with
+/// `cargo test -p voxlane-actors --lib cases_from_env -- --ignored`.
 #[test]
-#[ignore = "needs SPM_MODEL and SPM_CASES"]
+#[ignore = "needs SPM_MODEL (and SPM_CASES)"]
 fn model_matches_cases_from_env() {
-    let model = std::env::var("SPM_MODEL").expect("SPM_MODEL");
-    let cases = std::env::var("SPM_CASES").expect("SPM_CASES");
-    let n = check_cases(&SentencePiece::open(model).unwrap(), cases);
-    eprintln!("{n} cases equal");
+    let model = PathBuf::from(std::env::var("SPM_MODEL").expect("SPM_MODEL"));
+    let pairs: Vec<(PathBuf, PathBuf)> = if model.is_dir() {
+        let mut models: Vec<PathBuf> = std::fs::read_dir(&model)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "model"))
+            .collect();
+        models.sort();
+        models
+            .into_iter()
+            .map(|m| (m.clone(), m.with_extension("json")))
+            .collect()
+    } else {
+        let cases = std::env::var("SPM_CASES").expect("SPM_CASES");
+        vec![(model, cases.into())]
+    };
+    let mut total = 0;
+    for (model, cases) in &pairs {
+        let spm = SentencePiece::open(model).unwrap_or_else(|e| panic!("{model:?}: {e}"));
+        eprintln!("{model:?}");
+        total += check_cases(&spm, cases);
+    }
+    eprintln!("{} models, {total} cases equal", pairs.len());
 }
 
 #[test]
@@ -222,6 +243,66 @@ fn hand_made_model_encodes_and_breaks_ties_like_the_library() {
     ];
     let spm = SentencePiece::from_bytes(&model(&tie, &[])).unwrap();
     assert_eq!(spm.encode("ab"), vec![4, 3]);
+}
+
+/// A model whose normalizer adds no dummy prefix, so that scores start at 0.
+fn model_without_prefix(pieces: &[Vec<u8>]) -> Vec<u8> {
+    let mut m = model(pieces, &[]);
+    let mut spec = Vec::new();
+    varint_field(3, 0, &mut spec);
+    bytes_field(3, &spec, &mut m);
+    m
+}
+
+/// Expected ids below are what Python sentencepiece 0.2.3 answers for the same
+/// hand-made models (each pins a detail where other readings of the library differ).
+#[test]
+fn viterbi_arithmetic_is_the_librarys() {
+    // Path scores add in f32, rounding at each step: "-----" + "--" sums 1 ulp
+    // above "--" + "-----" here, so it wins (f64 sums would tie, and the tie
+    // would go to "--" + "-----").
+    let pieces = [
+        piece("<unk>", 0.0, 2),
+        piece("▁#", -1.092_176, 1),
+        piece("-", -50.0, 1),
+        piece("--", -10.862_284, 1),
+        piece("-----", -6.815_478_3, 1),
+        piece("▁", -1.0, 1),
+    ];
+    let spm = SentencePiece::from_bytes(&model(&pieces, &[])).unwrap();
+    assert_eq!(spm.encode("#-------"), vec![1, 4, 3]);
+    assert_eq!(spm.encode("-------"), vec![5, 3, 4]);
+
+    // Each position keeps its single best path: "a" + "b" (1 ulp above "ab")
+    // stays the path to "c" even though both round to the same sum with "c".
+    let pieces = [
+        piece("<unk>", 0.0, 2),
+        piece("▁", -1.0, 1),
+        piece("ab", -15.5, 1),
+        piece("a", -8.0, 1),
+        piece("b", -7.5 + 2f32.powi(-19), 1),
+        piece("c", -20.0, 1),
+    ];
+    let spm = SentencePiece::from_bytes(&model(&pieces, &[])).unwrap();
+    assert_eq!(spm.encode("abc"), vec![1, 3, 4, 5]);
+
+    // A user-defined piece scores 0.1 per byte less 0.1: "eee" 0.2, "漢漢" 0.5.
+    let cases = [
+        (0.0666, 0.24, vec![2], vec![4]),
+        (0.0667, 0.26, vec![1, 1, 1], vec![3, 3]),
+    ];
+    for (e, han, e_ids, han_ids) in cases {
+        let pieces = [
+            piece("<unk>", 0.0, 2),
+            piece("e", e, 1),
+            piece("eee", 0.0, 4),
+            piece("漢", han, 1),
+            piece("漢漢", 0.0, 4),
+        ];
+        let spm = SentencePiece::from_bytes(&model_without_prefix(&pieces)).unwrap();
+        assert_eq!(spm.encode("eee"), e_ids, "e scores {e}");
+        assert_eq!(spm.encode("漢漢"), han_ids, "漢 scores {han}");
+    }
 }
 
 #[test]
