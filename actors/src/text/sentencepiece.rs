@@ -168,9 +168,11 @@ impl SentencePiece {
         // bos/eos/pad: the named piece (or its default name), if it is a control piece.
         let control_id = |name: &str, default: &str| {
             let name = if name.is_empty() { default } else { name };
-            ids.get(name)
-                .copied()
-                .filter(|&id| pieces[id as usize].kind == PieceType::Control)
+            ids.get(name).copied().filter(|&id| {
+                pieces
+                    .get(id as usize)
+                    .is_some_and(|p| p.kind == PieceType::Control)
+            })
         };
         let bos_id = control_id(&proto.trainer.bos_piece, "<s>");
         let eos_id = control_id(&proto.trainer.eos_piece, "</s>");
