@@ -4,4 +4,6 @@
 
 pub mod kernels;
 pub mod speech;
+/// Text tokenizers (SentencePiece) for the speech models' text side.
+pub mod text;
 pub mod tts;

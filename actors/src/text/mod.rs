@@ -1,0 +1,3 @@
+pub mod sentencepiece;
+
+pub use sentencepiece::{SentencePiece, SpmError};
