@@ -71,6 +71,23 @@ impl RingAttention {
             + self.work.len()
     }
 
+    /// Floats [`RingAttention::new`] will hold for these sizes (no allocation).
+    pub fn planned_floats(
+        heads: usize,
+        head_dim: usize,
+        context: usize,
+        rope: bool,
+        max_t: usize,
+    ) -> usize {
+        let cap = context + max_t - 1;
+        let pairs = if rope { head_dim / 2 } else { 0 };
+        2 * heads * cap * head_dim
+            + pairs
+            + 2 * pairs
+            + max_t * heads * head_dim
+            + heads * (cap + max_t * head_dim)
+    }
+
     /// An empty cache for `heads × head_dim` with a `context` window and steps
     /// of up to `max_t`; `rope_max_period` `None` attends without positions.
     pub fn new(

@@ -1,5 +1,5 @@
 //! `cargo xtask bench <target> [--json FILE] [--md FILE] [--quick] [--threads 1,2]`;
-//! targets `kernels`, `mimi [--model F --config C]`, `kokoro`.
+//! targets `kernels`, `mimi [--model F --config C]`, `kokoro`, `moshi`.
 //!
 //! Benchmarks measure speed against a reference measured in the same run on
 //! the same machine, and report ratios; they never assert timings.
@@ -8,6 +8,7 @@ mod bandwidth;
 mod kernels;
 mod kokoro;
 mod mimi;
+mod moshi;
 mod report;
 mod rss;
 mod timing;
@@ -58,7 +59,7 @@ fn parse(args: &[String]) -> Result<(String, BenchOptions), String> {
         }
     }
     Ok((
-        target.ok_or("bench needs a target: kernels, mimi, kokoro")?,
+        target.ok_or("bench needs a target: kernels, mimi, kokoro, moshi")?,
         opts,
     ))
 }
@@ -68,6 +69,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     match args.first().map(String::as_str) {
         Some("mimi-child") => return mimi::child(&args[1..]),
         Some("kokoro-child") => return kokoro::child(&args[1..]),
+        Some("moshi-child") => return moshi::child(&args[1..]),
         _ => {}
     }
     // Target-specific options (model files) pass through to the target.
@@ -89,9 +91,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "kernels" => kernels::run(&opts)?,
         "mimi" => return mimi::run(&opts, &extra),
         "kokoro" => return kokoro::run(&opts),
+        "moshi" => return moshi::run(&opts),
         other => {
             return Err(format!(
-                "unknown bench target `{other}` (available: kernels, mimi, kokoro)"
+                "unknown bench target `{other}` (available: kernels, mimi, kokoro, moshi)"
             ))
         }
     };

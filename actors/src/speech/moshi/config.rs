@@ -10,6 +10,10 @@ use super::error::MoshiError;
 use crate::speech::config_json::{field_err, Obj};
 use serde_json::Value;
 
+/// The most audio codebooks the depformer may generate per frame (a frame's
+/// tokens fit a fixed array: no allocation per frame).
+pub const MAX_DEP_Q: usize = 32;
+
 /// The depth transformer ("depformer"): one step per generated codebook.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DepformerConfig {
@@ -266,6 +270,9 @@ impl MoshiConfig {
             if v > max {
                 return Err(bad(key, format!("{v} exceeds {max}")));
             }
+        }
+        if self.dep_q > MAX_DEP_Q {
+            return Err(bad("dep_q", format!("{} exceeds {MAX_DEP_Q}", self.dep_q)));
         }
         if self.dep_q > self.n_q {
             return Err(bad(

@@ -291,6 +291,18 @@ impl MoshiLm {
         self.temporal.bytes_per_step() + self.text_linear.bytes()
     }
 
+    /// Bytes of every weight held (linears of every step, embeddings, norms).
+    pub fn weight_bytes(&self) -> usize {
+        let lin = |w: &[Weights]| w.iter().map(Weights::bytes).sum::<usize>();
+        self.temporal.weight_bytes()
+            + self.depformer.weight_bytes()
+            + self.text_linear.bytes()
+            + lin(&self.depformer_in)
+            + lin(&self.linears)
+            + self.embedding_bytes()
+            + 4 * self.out_norm.len()
+    }
+
     /// Bytes held by the embedding tables.
     pub fn embedding_bytes(&self) -> usize {
         self.emb
@@ -430,4 +442,40 @@ impl MoshiLm {
         )?;
         Ok(())
     }
+}
+
+/// Floats a [`MoshiLm::state`] of `max_t` holds, computed without allocating
+/// (the bind contract checks it against a capacity first).
+pub fn state_floats(cfg: &MoshiConfig, max_t: usize) -> usize {
+    use crate::speech::attention::RingAttention;
+    let stack = |dim: usize,
+                 heads: usize,
+                 layers: usize,
+                 hidden: usize,
+                 context: usize,
+                 rope: bool,
+                 t: usize| {
+        let ring = RingAttention::planned_floats(heads, dim / heads, context, rope, t);
+        layers * ring + t * (8 * dim + 3 * hidden)
+    };
+    stack(
+        cfg.dim,
+        cfg.num_heads,
+        cfg.num_layers,
+        cfg.hidden(),
+        cfg.context,
+        true,
+        max_t,
+    ) + stack(
+        cfg.depformer.dim,
+        cfg.depformer.num_heads,
+        cfg.depformer.num_layers,
+        cfg.depformer_hidden(),
+        cfg.dep_q,
+        false,
+        1,
+    ) + max_t * cfg.dim
+        + cfg.text_card
+        + cfg.depformer.dim
+        + cfg.card
 }

@@ -175,3 +175,15 @@ fn sampled_runs_repeat_per_seed_for_every_budget() {
     assert_eq!(run(3, 7), a);
     assert_ne!(run(1, 8), a, "another seed should draw other tokens");
 }
+
+#[test]
+fn planned_state_size_matches_the_allocation() {
+    let (cfg, lm) = tiny();
+    for t in [1, 3, 70] {
+        assert_eq!(
+            model::state_floats(&cfg, t),
+            lm.state(t).unwrap().floats(),
+            "max_t {t}"
+        );
+    }
+}

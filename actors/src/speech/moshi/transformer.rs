@@ -174,6 +174,23 @@ impl Stack {
             .sum()
     }
 
+    /// Bytes of every weight set of every layer.
+    pub fn weight_bytes(&self) -> usize {
+        self.layers
+            .iter()
+            .map(|l| {
+                l.in_proj
+                    .iter()
+                    .chain(&l.out_proj)
+                    .chain(&l.gate_in)
+                    .chain(&l.gate_out)
+                    .map(Weights::bytes)
+                    .sum::<usize>()
+                    + 4 * (l.norm1.len() + l.norm2.len())
+            })
+            .sum()
+    }
+
     /// A fresh state for steps of up to `max_t` positions.
     pub fn state(&self, max_t: usize) -> Result<StackState, MoshiError> {
         let s = &self.shape;
