@@ -14,6 +14,7 @@ use super::rss::peak_rss_mb;
 use super::BenchOptions;
 use serde_json::{json, Value};
 use std::time::Instant;
+use voxlane_actors::speech::moshi::config::DepformerConfig;
 use voxlane_actors::speech::moshi::weights::expected_tensors;
 use voxlane_actors::speech::moshi::{LmGen, LmWeights, MoshiConfig, MoshiLm};
 use voxlane_actors::speech::sampler::{Rng, Sampler, SamplingParams};
@@ -27,16 +28,21 @@ const PYTORCH_SCALED_MS: [(usize, f64); 2] = [(1, 160.0), (2, 126.0)];
 
 /// The scaled config: real vocabularies and stream layout, a smaller network.
 fn scaled() -> MoshiConfig {
-    let mut c = MoshiConfig::default();
-    c.dim = 1024;
-    c.num_heads = 16;
-    c.num_layers = 8;
-    c.dim_feedforward = (4.125 * 1024.0) as usize;
-    c.depformer.dim = 512;
-    c.depformer.num_heads = 8;
-    c.depformer.num_layers = 4;
-    c.depformer.dim_feedforward = (4.125 * 512.0) as usize;
-    c
+    let d = MoshiConfig::default();
+    MoshiConfig {
+        dim: 1024,
+        num_heads: 16,
+        num_layers: 8,
+        dim_feedforward: (4.125 * 1024.0) as usize,
+        depformer: DepformerConfig {
+            dim: 512,
+            num_heads: 8,
+            num_layers: 4,
+            dim_feedforward: (4.125 * 512.0) as usize,
+            ..d.depformer
+        },
+        ..d
+    }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
