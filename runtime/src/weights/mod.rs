@@ -1,4 +1,5 @@
-//! Weight loading: safetensors files, memory-mapped with memmap2.
+//! Weight loading: safetensors files, memory-mapped with memmap2; tensors
+//! can be read in place as kernel buffers through [`Buf`].
 //!
 //! Tensors stay in the mapping until a stage binds them; `dtype` says how the
 //! bytes read (f32, f16, bf16, and int8/uint8 for quantized weights, whose
@@ -6,11 +7,13 @@
 //! safetensors ([`writer`]) for its own converted weight files, so one reader
 //! serves official checkpoints and converted models alike.
 
+pub mod buf;
 pub mod dtype;
 pub mod error;
 pub mod file;
 pub mod writer;
 
+pub use buf::{Buf, Pod};
 pub use dtype::DType;
 pub use error::WeightError;
 pub use file::{TensorView, WeightFile};
