@@ -447,7 +447,10 @@ fn bench_store_write_and_load() {
     );
     let t = Instant::now();
     let s = read_weights(&p).unwrap();
-    eprintln!("load (map + header + from_parts): {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    eprintln!(
+        "load (map + header + from_parts): {:.1} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
     assert!(s.weights.values().all(Weights::is_mapped));
     let pool = LanePool::new(1).unwrap();
     let a = symmetric(3, 4096);
