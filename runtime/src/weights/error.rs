@@ -50,4 +50,32 @@ pub enum WeightError {
         /// What the file holds.
         found: String,
     },
+    /// A byte range that cannot be read in place as the element type asked
+    /// for: outside the map, not aligned for it, or not whole elements.
+    #[error("{what}: cannot map in place: {detail}")]
+    Misaligned {
+        /// The tensor or element type.
+        what: String,
+        /// What does not fit.
+        detail: String,
+    },
+    /// A voxlane file whose header fails its own checks (hash, offsets):
+    /// damaged after it was written.
+    #[error("{path}: corrupt: {detail}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        detail: String,
+    },
+    /// A voxlane file written in a layout version this build does not read.
+    #[error("{path}: version {found}, this build reads version {supported}")]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
 }

@@ -1,11 +1,13 @@
 //! Reading a memory-mapped safetensors file.
 
+use super::buf::{Buf, Pod};
 use super::dtype::DType;
 use super::error::WeightError;
 use half::{bf16, f16};
 use memmap2::Mmap;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Largest header voxlane accepts (safetensors itself caps it at 100 MB).
 const MAX_HEADER: u64 = 100 * 1024 * 1024;
@@ -22,7 +24,8 @@ struct Entry {
 #[derive(Debug)]
 pub struct WeightFile {
     path: PathBuf,
-    map: Mmap,
+    /// Shared so [`Buf`]s handed out keep the mapping alive.
+    map: Arc<Mmap>,
     data_start: usize,
     tensors: BTreeMap<String, Entry>,
     metadata: BTreeMap<String, String>,
@@ -195,10 +198,14 @@ impl WeightFile {
                 (Some(s), Some(e)) if s <= e => (s as usize, e as usize),
                 _ => return Err(bad("bad data_offsets")),
             };
-            let numel: usize = shape.iter().product();
-            if end - start != numel * dtype.size() {
+            // Checked: a hostile header's shape must not overflow.
+            let bytes = shape
+                .iter()
+                .try_fold(dtype.size(), |acc, &d| acc.checked_mul(d))
+                .ok_or_else(|| bad("shape overflows"))?;
+            if end - start != bytes {
                 return Err(bad(&format!(
-                    "{} bytes for {numel} x {}",
+                    "{} bytes for shape {shape:?} of {}",
                     end - start,
                     dtype.name()
                 )));
@@ -220,7 +227,7 @@ impl WeightFile {
         }
         Ok(Self {
             path,
-            map,
+            map: Arc::new(map),
             data_start: header_end,
             tensors,
             metadata,
@@ -256,6 +263,30 @@ impl WeightFile {
     pub fn require(&self, name: &str) -> Result<TensorView<'_>, WeightError> {
         self.get(name)
             .ok_or_else(|| WeightError::Missing(name.to_string()))
+    }
+
+    /// A tensor's bytes as a mapped [`Buf`] of `T` (no copy): its dtype must
+    /// have `T`'s size and its data must start aligned for `T`.
+    pub fn buf<T: Pod>(&self, name: &str) -> Result<Buf<T>, WeightError> {
+        let e = self
+            .tensors
+            .get(name)
+            .ok_or_else(|| WeightError::Missing(name.to_string()))?;
+        if e.dtype.size() != std::mem::size_of::<T>() {
+            return Err(WeightError::Mismatch {
+                tensor: name.to_string(),
+                expected: format!("{}-byte elements ({})", std::mem::size_of::<T>(), T::NAME),
+                found: e.dtype.name().to_string(),
+            });
+        }
+        let start = self.data_start + e.start;
+        Buf::mapped(Arc::clone(&self.map), start, e.end - e.start).map_err(|err| match err {
+            WeightError::Misaligned { detail, .. } => WeightError::Misaligned {
+                what: format!("tensor `{name}`"),
+                detail,
+            },
+            other => other,
+        })
     }
 
     /// A tensor that must be present with exactly `shape`.
@@ -296,6 +327,7 @@ mod tests {
             .iter()
             .map(|x| bf16::from_f32(*x).to_bits())
             .collect();
+        let bhalfs_bits = bhalfs.clone();
         write_safetensors(
             &p,
             &[
@@ -328,6 +360,20 @@ mod tests {
             Some("voxlane-test")
         );
         assert!(matches!(w.require("nope"), Err(WeightError::Missing(n)) if n == "nope"));
+        let a = w.buf::<f32>("a").unwrap();
+        assert!(a.is_mapped());
+        assert_eq!(&a[..], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(a.as_bytes(), w.require("a").unwrap().bytes);
+        assert_eq!(
+            a.as_ptr().cast::<u8>(),
+            w.require("a").unwrap().bytes.as_ptr()
+        );
+        assert_eq!(w.buf::<u16>("b").unwrap()[..], bhalfs_bits[..]);
+        assert!(matches!(
+            w.buf::<u16>("a"),
+            Err(WeightError::Mismatch { .. })
+        ));
+        assert!(matches!(w.buf::<u8>("nope"), Err(WeightError::Missing(_))));
         assert!(matches!(
             w.require_shape("a", &[3, 2]),
             Err(WeightError::Mismatch { .. })

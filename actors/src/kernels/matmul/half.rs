@@ -6,6 +6,7 @@ use super::run_float;
 use crate::kernels::cpu::{self, SimdLevel};
 use crate::kernels::error::KernelError;
 use crate::kernels::f32_matvec::dot16_scalar;
+use voxlane_runtime::weights::Buf;
 use voxlane_runtime::Fork;
 
 /// Which 16-bit float format a [`super::Weights`] holds.
@@ -17,11 +18,12 @@ pub enum HalfKind {
     Bf16,
 }
 
-/// Row-major 16-bit weights, kept as raw bits so SIMD loads need no conversion at run time.
+/// Row-major 16-bit weights, kept as raw bits so SIMD loads need no
+/// conversion at run time (owned, or mapped from a packed-weights file).
 #[derive(Debug, Clone)]
 pub(super) struct HalfWeights {
     pub(super) kind: HalfKind,
-    pub(super) bits: Vec<u16>,
+    pub(super) bits: Buf<u16>,
 }
 
 #[inline]

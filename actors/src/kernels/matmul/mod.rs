@@ -10,6 +10,9 @@
 //!   are bit-identical for every thread budget.
 //! * Every SIMD route is selectable through a [`SimdLevel`] (capped at what
 //!   the CPU supports), so tests compare each route with the scalar one.
+//! * Prepared buffers are owned or ranges of a memory map ([`Buf`]): a model
+//!   packed once is stored with [`write_weights`] and mapped back in place by
+//!   [`read_weights`] (`store.rs`), the same bits without converting again.
 //!
 //! Bench shapes (the xtask bench calls these directly): prepare once with
 //! e.g. [`Weights::bf16`] or [`Weights::q8_0_from_ggml`] for 4096×4096 and
@@ -22,9 +25,11 @@ mod int8;
 mod q8_0;
 mod q8_0_act16;
 pub mod reference;
+mod store;
 
 use super::cpu::{self, SimdLevel};
 use super::error::{check_len, KernelError};
+use voxlane_runtime::weights::Buf;
 use voxlane_runtime::Fork;
 
 pub use self::half::HalfKind;
@@ -33,6 +38,10 @@ pub use self::q8_0::{
     quantize_q4_0, quantize_q8_0, Q4_0_BLOCK_BYTES, Q8_0_BLOCK, Q8_0_BLOCK_BYTES,
 };
 pub use self::q8_0_act16::rounding_bound as act16_rounding_bound;
+pub use self::store::{
+    read_weights, write_weights, PackedParts, StoredWeights, WeightStoreError, WeightsWriter,
+    PACKED_LAYOUT, PACKED_LAYOUT_KEY,
+};
 /// The half-precision element types [`Weights::f16`] and [`Weights::bf16`] take.
 pub use ::half::{bf16, f16};
 
@@ -70,9 +79,10 @@ pub struct Weights {
     packed: Packed,
 }
 
+/// The kernel-ready buffers; all but int8 may be owned or mapped ([`Buf`]).
 #[derive(Debug, Clone)]
 enum Packed {
-    F32(Vec<f32>),
+    F32(Buf<f32>),
     Half(self::half::HalfWeights),
     Q8_0(self::q8_0::Q8Weights),
     Q8Act16(self::q8_0_act16::Act16Weights),
@@ -97,7 +107,7 @@ impl Weights {
         Ok(Self {
             n,
             k,
-            packed: Packed::F32(w),
+            packed: Packed::F32(w.into()),
         })
     }
 
@@ -105,7 +115,7 @@ impl Weights {
     pub fn f16(w: &[::half::f16], n: usize, k: usize) -> Result<Self, KernelError> {
         check_dims(n, k)?;
         check_len("f16 weights", n * k, w.len())?;
-        let bits = w.iter().map(|v| v.to_bits()).collect();
+        let bits = w.iter().map(|v| v.to_bits()).collect::<Vec<_>>().into();
         Ok(Self {
             n,
             k,
@@ -120,7 +130,7 @@ impl Weights {
     pub fn bf16(w: &[::half::bf16], n: usize, k: usize) -> Result<Self, KernelError> {
         check_dims(n, k)?;
         check_len("bf16 weights", n * k, w.len())?;
-        let bits = w.iter().map(|v| v.to_bits()).collect();
+        let bits = w.iter().map(|v| v.to_bits()).collect::<Vec<_>>().into();
         Ok(Self {
             n,
             k,

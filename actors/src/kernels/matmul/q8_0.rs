@@ -18,6 +18,7 @@ use super::{run_float, run_grouped};
 use crate::kernels::cpu::{self, SimdLevel};
 use crate::kernels::error::{check_len, KernelError};
 use crate::kernels::f32_matvec::{reduce16, LANES};
+use voxlane_runtime::weights::Buf;
 use voxlane_runtime::Fork;
 
 /// Values per q8_0 block.
@@ -27,13 +28,13 @@ pub const Q8_0_BLOCK_BYTES: usize = 34;
 /// Bytes per GGML q4_0 block (f16 scale + 16 bytes of nibbles).
 pub const Q4_0_BLOCK_BYTES: usize = 18;
 
-/// Packed q8_0 or q4_0 weights.
+/// Packed q8_0 or q4_0 weights (owned, or mapped from a packed-weights file).
 #[derive(Debug, Clone)]
 pub(super) struct Q8Weights {
     /// `N × K/32` scales, row-major.
-    pub(super) scales: Vec<f32>,
+    pub(super) scales: Buf<f32>,
     /// `N` rows of quants: `K` i8 (q8_0) or `K/2` nibble bytes (q4_0).
-    pub(super) quants: Vec<u8>,
+    pub(super) quants: Buf<u8>,
     /// q4_0 nibbles (else q8_0 bytes).
     pub(super) q4: bool,
 }
@@ -60,8 +61,8 @@ impl Q8Weights {
             quants.extend_from_slice(&blk[2..]);
         }
         Ok(Self {
-            scales,
-            quants,
+            scales: scales.into(),
+            quants: quants.into(),
             q4: false,
         })
     }
@@ -77,14 +78,14 @@ impl Q8Weights {
             quants.extend_from_slice(&blk[2..]);
         }
         Ok(Self {
-            scales,
-            quants,
+            scales: scales.into(),
+            quants: quants.into(),
             q4: true,
         })
     }
 
     /// Quant bytes per row of `k` values.
-    fn row_bytes(&self, k: usize) -> usize {
+    pub(super) fn row_bytes(&self, k: usize) -> usize {
         if self.q4 {
             k / 2
         } else {

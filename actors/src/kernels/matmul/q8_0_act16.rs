@@ -24,6 +24,7 @@ use super::{add_bias, DisjointOut, CHUNK_N};
 use crate::kernels::cpu::{self, SimdLevel};
 use crate::kernels::elementwise::simd::{dispatch, SimdFn, Vf32};
 use crate::kernels::error::{check_len, KernelError};
+use voxlane_runtime::weights::Buf;
 use voxlane_runtime::Fork;
 
 /// Values per block.
@@ -31,7 +32,7 @@ const BLOCK: usize = 32;
 /// Weight rows per group (one vector of i32 sums).
 const GROUP: usize = 16;
 /// Bytes of one group's block: 16 f16 scales + 16 × 32 quants.
-const GROUP_BLOCK_BYTES: usize = 2 * GROUP + GROUP * BLOCK;
+pub(super) const GROUP_BLOCK_BYTES: usize = 2 * GROUP + GROUP * BLOCK;
 /// Quads (4 values of a row) per block.
 const QUADS: usize = BLOCK / 4;
 /// Activation rows computed together (accumulators held in registers).
@@ -41,12 +42,12 @@ const QMAX: f32 = 32767.0;
 
 const _: () = assert!(CHUNK_N.is_multiple_of(GROUP) && BLOCK == super::Q8_0_BLOCK);
 
-/// Packed weights (see the module docs).
+/// Packed weights (see the module docs; owned, or mapped from a packed-weights file).
 #[derive(Debug, Clone)]
 pub(super) struct Act16Weights {
-    data: Vec<u8>,
+    pub(super) data: Buf<u8>,
     /// Blocks per row.
-    kbs: usize,
+    pub(super) kbs: usize,
 }
 
 /// Activation rows quantized for one call (a workspace: no allocation per frame).
@@ -100,7 +101,17 @@ impl Act16Weights {
                 }
             }
         }
-        Ok(Self { data, kbs })
+        Ok(Self {
+            data: data.into(),
+            kbs,
+        })
+    }
+
+    /// Bytes of packed data for `n` rows of `kbs` blocks (`None` on overflow).
+    pub(super) fn packed_len(n: usize, kbs: usize) -> Option<usize> {
+        n.div_ceil(GROUP)
+            .checked_mul(kbs)?
+            .checked_mul(GROUP_BLOCK_BYTES)
     }
 
     /// Bytes a matvec streams.
