@@ -289,6 +289,27 @@ impl WeightFile {
         })
     }
 
+    /// Tell the OS a tensor's pages are not needed now: a read-only file
+    /// mapping drops them from this process's resident set and reads them
+    /// again from the file if they are touched later. Loaders call this
+    /// after converting a tensor, so converting a 16 GB checkpoint keeps
+    /// only the converted copy resident.
+    pub fn release(&self, name: &str) {
+        if let Some(e) = self.tensors.get(name) {
+            let start = self.data_start + e.start;
+            // SAFETY: the map is read-only and file-backed, so dropped pages
+            // are re-read from the file on the next access: no data is lost
+            // and every live `Buf` or view stays valid.
+            let _ = unsafe {
+                self.map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    start,
+                    e.end - e.start,
+                )
+            };
+        }
+    }
+
     /// A tensor that must be present with exactly `shape`.
     pub fn require_shape(
         &self,

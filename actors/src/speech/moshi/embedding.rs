@@ -1,15 +1,17 @@
-//! Token embedding tables, kept in the precision they were stored in
-//! (a frame reads one row per stream, so bf16 tables cost no speed and
-//! halve the memory of a 7B checkpoint's 34 tables).
+//! Token embedding tables, kept as stored and read in place from the
+//! checkpoint's memory map (a frame reads one row per stream, so bf16
+//! tables cost no speed, and a 7B checkpoint's 34 tables are neither
+//! converted nor copied).
 
 use super::error::MoshiError;
 use half::{bf16, f16};
+use voxlane_runtime::weights::Buf;
 
 #[derive(Debug, Clone)]
 enum Rows {
-    F32(Vec<f32>),
-    F16(Vec<f16>),
-    Bf16(Vec<bf16>),
+    F32(Buf<f32>),
+    F16(Buf<u16>),
+    Bf16(Buf<u16>),
 }
 
 /// A `[rows, dim]` embedding table.
@@ -21,7 +23,13 @@ pub struct Embedding {
 }
 
 impl Embedding {
-    fn check(name: &str, rows: usize, dim: usize, len: usize) -> Result<(), MoshiError> {
+    fn checked(
+        name: &str,
+        rows: usize,
+        dim: usize,
+        len: usize,
+        data: Rows,
+    ) -> Result<Self, MoshiError> {
         if rows.checked_mul(dim) != Some(len) || rows == 0 || dim == 0 {
             return Err(MoshiError::Shape {
                 tensor: name.to_string(),
@@ -29,37 +37,25 @@ impl Embedding {
                 found: vec![len],
             });
         }
-        Ok(())
+        Ok(Self { rows, dim, data })
     }
 
     /// An f32 table.
-    pub fn f32(name: &str, data: Vec<f32>, rows: usize, dim: usize) -> Result<Self, MoshiError> {
-        Self::check(name, rows, dim, data.len())?;
-        Ok(Self {
-            rows,
-            dim,
-            data: Rows::F32(data),
-        })
+    pub fn f32(name: &str, data: Buf<f32>, rows: usize, dim: usize) -> Result<Self, MoshiError> {
+        let len = data.len();
+        Self::checked(name, rows, dim, len, Rows::F32(data))
     }
 
-    /// An f16 table.
-    pub fn f16(name: &str, data: Vec<f16>, rows: usize, dim: usize) -> Result<Self, MoshiError> {
-        Self::check(name, rows, dim, data.len())?;
-        Ok(Self {
-            rows,
-            dim,
-            data: Rows::F16(data),
-        })
+    /// An f16 table (bit patterns).
+    pub fn f16(name: &str, data: Buf<u16>, rows: usize, dim: usize) -> Result<Self, MoshiError> {
+        let len = data.len();
+        Self::checked(name, rows, dim, len, Rows::F16(data))
     }
 
-    /// A bf16 table.
-    pub fn bf16(name: &str, data: Vec<bf16>, rows: usize, dim: usize) -> Result<Self, MoshiError> {
-        Self::check(name, rows, dim, data.len())?;
-        Ok(Self {
-            rows,
-            dim,
-            data: Rows::Bf16(data),
-        })
+    /// A bf16 table (bit patterns).
+    pub fn bf16(name: &str, data: Buf<u16>, rows: usize, dim: usize) -> Result<Self, MoshiError> {
+        let len = data.len();
+        Self::checked(name, rows, dim, len, Rows::Bf16(data))
     }
 
     /// Rows (vocabulary + initial token).
@@ -76,7 +72,7 @@ impl Embedding {
         self.rows * self.dim * per
     }
 
-    /// `out = row` (`set`) or `out += row`, for a token already checked to be in range.
+    /// `out = row` (`set`) or `out += row` for `token`.
     pub fn apply_row(&self, token: u32, out: &mut [f32], set: bool) -> Result<(), MoshiError> {
         let t = token as usize;
         if t >= self.rows || out.len() != self.dim {
@@ -97,8 +93,8 @@ impl Embedding {
         }
         match &self.data {
             Rows::F32(d) => go(out, d[r].iter().copied(), set),
-            Rows::F16(d) => go(out, d[r].iter().map(|v| v.to_f32()), set),
-            Rows::Bf16(d) => go(out, d[r].iter().map(|v| v.to_f32()), set),
+            Rows::F16(d) => go(out, d[r].iter().map(|&v| f16::from_bits(v).to_f32()), set),
+            Rows::Bf16(d) => go(out, d[r].iter().map(|&v| bf16::from_bits(v).to_f32()), set),
         }
         Ok(())
     }

@@ -55,6 +55,9 @@ pub enum MoshiError {
     /// The weight file itself could not be read.
     #[error(transparent)]
     Weights(#[from] WeightError),
+    /// The converted-weights cache could not be written or does not fit the model.
+    #[error("moshi weights cache: {0}")]
+    Cache(String),
     /// A caller-supplied input (codes, token, step size) is invalid.
     #[error("moshi input: {0}")]
     Input(String),

@@ -22,7 +22,7 @@ pub mod weights;
 pub use config::MoshiConfig;
 pub use error::MoshiError;
 pub use lmgen::LmGen;
-pub use model::{LmState, LmWeights, MoshiLm};
+pub use model::{CacheUse, LmState, LmWeights, MoshiLm};
 pub use session::{MoshiSession, StreamSampling};
 
 #[cfg(test)]

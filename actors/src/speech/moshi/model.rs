@@ -10,10 +10,12 @@ use super::config::MoshiConfig;
 use super::embedding::Embedding;
 use super::error::MoshiError;
 use super::transformer::{Stack, StackShape, StackState};
-use super::weights::{linear_format, FileSource, RandomSource, TensorSource};
+use super::weights::{linear_format, CachedSource, FileSource, RandomSource, TensorSource};
 use crate::kernels::cpu::simd_level;
 use crate::kernels::elementwise::norms::rms_norm;
-use crate::kernels::matmul::{matmul_ws, MatmulWorkspace, WeightFormat, Weights};
+use crate::kernels::matmul::{
+    matmul_ws, read_weights, MatmulWorkspace, WeightFormat, Weights, WeightsWriter,
+};
 use std::path::Path;
 use voxlane_runtime::weights::{DType, WeightFile};
 use voxlane_runtime::Fork;
@@ -71,6 +73,53 @@ impl LmWeights {
             Self::Q4_0 => "q4_0",
         }
     }
+}
+
+/// Metadata key naming what a cache file was converted from.
+const CACHE_SOURCE_KEY: &str = "voxlane.moshi.source";
+
+/// How [`MoshiLm::load_cached`] used its cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheUse {
+    /// Converted linears mapped from this file.
+    Hit(std::path::PathBuf),
+    /// Converted now and written to this file.
+    Written(std::path::PathBuf),
+    /// Converted now; nothing could be cached.
+    Off,
+}
+
+/// What a cache file must have been made from: the checkpoint (canonical
+/// path, size, modification time), the config and the route.
+fn cache_identity(
+    cfg: &MoshiConfig,
+    path: &Path,
+    route: WeightFormat,
+) -> Result<String, MoshiError> {
+    let io = |e: std::io::Error| MoshiError::Io {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    };
+    let canon = std::fs::canonicalize(path).map_err(io)?;
+    let meta = std::fs::metadata(&canon).map_err(io)?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    Ok(format!(
+        "{} size={} mtime={mtime} route={} config={cfg:?}",
+        canon.display(),
+        meta.len(),
+        route.tag()
+    ))
+}
+
+/// FNV-1a, 64 bits (cache file names).
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// A bound Moshi LM.
@@ -153,6 +202,54 @@ impl MoshiLm {
         let mut src = FileSource::new(cfg, &file)?;
         let stored = file.require("text_linear.weight")?.dtype;
         Self::build(cfg, &mut src, weights.route(stored))
+    }
+
+    /// [`load`](Self::load) through a converted-weights cache in `cache_dir`:
+    /// a later load of the same checkpoint (path, size, modification time),
+    /// config and route maps the converted linears in place instead of
+    /// converting them again. A stale, foreign or damaged cache file is
+    /// rebuilt; a cache that cannot be written leaves the load working.
+    pub fn load_cached(
+        cfg: &MoshiConfig,
+        path: &Path,
+        weights: LmWeights,
+        cache_dir: &Path,
+    ) -> Result<(Self, CacheUse), MoshiError> {
+        let file = WeightFile::open(path)?;
+        let route = weights.route(file.require("text_linear.weight")?.dtype);
+        let identity = cache_identity(cfg, path, route)?;
+        let cache_path = cache_dir.join(format!(
+            "moshi-{:016x}.vxlpack",
+            fnv1a64(identity.as_bytes())
+        ));
+        if let Ok(stored) = read_weights(&cache_path) {
+            if stored.metadata.get(CACHE_SOURCE_KEY) == Some(&identity) {
+                let mut src = CachedSource::new(cfg, &file, stored.weights)?;
+                if let Ok(lm) = Self::build(cfg, &mut src, route) {
+                    return Ok((lm, CacheUse::Hit(cache_path)));
+                }
+            }
+        }
+        let writer = std::fs::create_dir_all(cache_dir)
+            .ok()
+            .and_then(|()| WeightsWriter::create(&cache_path).ok());
+        let mut src = FileSource::new(cfg, &file)?;
+        if let Some(w) = writer {
+            src = src.caching(w);
+        }
+        let lm = Self::build(cfg, &mut src, route)?;
+        let used = match src
+            .into_cache()
+            .map(|w| w.finish(&[(CACHE_SOURCE_KEY, &identity)]))
+        {
+            Some(Ok(())) => CacheUse::Written(cache_path),
+            Some(Err(e)) => {
+                tracing::warn!("moshi weights cache not written: {e}");
+                CacheUse::Off
+            }
+            None => CacheUse::Off,
+        };
+        Ok((lm, used))
     }
 
     /// `cfg`'s shapes with seeded random weights generated in `route`'s format.

@@ -187,3 +187,34 @@ fn planned_state_size_matches_the_allocation() {
         );
     }
 }
+
+#[test]
+fn converted_weights_cache_maps_the_same_model() {
+    let (cfg, lm) = tiny();
+    let dir = std::env::temp_dir().join(format!("voxlane-moshi-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = fixture("model.safetensors");
+    for weights in [LmWeights::AsStored, LmWeights::Q8_0] {
+        let (first, used) = MoshiLm::load_cached(&cfg, &path, weights, &dir).unwrap();
+        assert!(matches!(used, CacheUse::Written(_)), "{used:?}");
+        let (second, used) = MoshiLm::load_cached(&cfg, &path, weights, &dir).unwrap();
+        let CacheUse::Hit(file) = used else {
+            panic!("{used:?}")
+        };
+        let (a, b) = (Arc::new(first), Arc::new(second));
+        assert_eq!(
+            logits_run(&a, 2, None).1,
+            logits_run(&b, 2, None).1,
+            "{weights:?}"
+        );
+        // A damaged cache is rebuilt, not trusted.
+        let bytes = std::fs::read(&file).unwrap();
+        std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
+        let (_, used) = MoshiLm::load_cached(&cfg, &path, weights, &dir).unwrap();
+        assert!(matches!(used, CacheUse::Written(_)), "{used:?}");
+    }
+    let (_, reference) = logits_run(&lm, 2, None);
+    let (cached, _) = MoshiLm::load_cached(&cfg, &path, LmWeights::AsStored, &dir).unwrap();
+    assert_eq!(logits_run(&Arc::new(cached), 1, None).1, reference);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -12,8 +12,8 @@
 use super::config::MoshiConfig;
 use super::embedding::Embedding;
 use super::error::MoshiError;
-use crate::kernels::matmul::{bf16, f16, WeightFormat, Weights, Q8_0_BLOCK};
-use std::collections::BTreeSet;
+use crate::kernels::matmul::{bf16, f16, WeightFormat, Weights, WeightsWriter, Q8_0_BLOCK};
+use std::collections::{BTreeMap, BTreeSet};
 use voxlane_runtime::weights::{DType, WeightFile};
 
 /// One expected tensor.
@@ -200,16 +200,73 @@ fn pack(v: Vec<f32>, n: usize, k: usize, format: WeightFormat) -> Result<Weights
     })
 }
 
-/// Tensors converted one at a time from a memory-mapped, checked safetensors file.
+/// The key a linear's rows are stored under in a packed-weights cache.
+pub fn cache_key(name: &str, first: usize, n: usize) -> String {
+    format!("{name}@{first}+{n}")
+}
+
+/// A table or norm of a checkpoint as stored, mapped in place when aligned
+/// (else copied).
+fn embedding_from(
+    file: &WeightFile,
+    name: &str,
+    rows: usize,
+    dim: usize,
+) -> Result<Embedding, MoshiError> {
+    let t = file.require(name)?;
+    match t.dtype {
+        DType::BF16 | DType::F16 => {
+            let bits = file.buf::<u16>(name).unwrap_or_else(|_| t.to_u16().into());
+            if t.dtype == DType::BF16 {
+                Embedding::bf16(name, bits, rows, dim)
+            } else {
+                Embedding::f16(name, bits, rows, dim)
+            }
+        }
+        DType::F32 => {
+            let v = file.buf::<f32>(name).unwrap_or_else(|_| t.to_f32().into());
+            Embedding::f32(name, v, rows, dim)
+        }
+        _ => Embedding::f32(name, t.to_f32().into(), rows, dim),
+    }
+}
+
+fn vector_from(file: &WeightFile, name: &str, len: usize) -> Result<Vec<f32>, MoshiError> {
+    let v = file.require(name)?.to_f32();
+    if v.len() != len {
+        return Err(MoshiError::Shape {
+            tensor: name.to_string(),
+            expected: vec![len],
+            found: vec![v.len()],
+        });
+    }
+    Ok(v)
+}
+
+/// Tensors converted one at a time from a memory-mapped, checked
+/// safetensors file; each converted linear optionally streamed to a
+/// packed-weights cache file.
 pub struct FileSource<'a> {
     file: &'a WeightFile,
+    cache: Option<WeightsWriter>,
 }
 
 impl<'a> FileSource<'a> {
     /// A source over `file`, after [`check_file`] accepted it for `cfg`.
     pub fn new(cfg: &MoshiConfig, file: &'a WeightFile) -> Result<Self, MoshiError> {
         check_file(cfg, file)?;
-        Ok(Self { file })
+        Ok(Self { file, cache: None })
+    }
+
+    /// Also stream every converted linear into `writer`.
+    pub fn caching(mut self, writer: WeightsWriter) -> Self {
+        self.cache = Some(writer);
+        self
+    }
+
+    /// The cache writer, once every tensor has been taken.
+    pub fn into_cache(self) -> Option<WeightsWriter> {
+        self.cache
     }
 }
 
@@ -236,39 +293,81 @@ impl TensorSource for FileSource<'_> {
             shape: t.shape,
             bytes,
         };
-        if format == WeightFormat::Bf16 && t.dtype == DType::BF16 {
+        let w = if format == WeightFormat::Bf16 && t.dtype == DType::BF16 {
             // Stored bf16 stays bf16 bit for bit.
             let h: Vec<bf16> = rows.to_u16().into_iter().map(bf16::from_bits).collect();
-            return Ok(Weights::bf16(&h, n, k)?);
+            Weights::bf16(&h, n, k)?
+        } else {
+            pack(rows.to_f32(), n, k, format)?
+        };
+        // The converted copy is what stays resident, not the file's pages.
+        self.file.release(name);
+        if let Some(c) = self.cache.as_mut() {
+            c.push(&cache_key(name, first, n), &w)
+                .map_err(|e| MoshiError::Cache(e.to_string()))?;
         }
-        pack(rows.to_f32(), n, k, format)
+        Ok(w)
     }
 
     fn vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>, MoshiError> {
-        let v = self.file.require(name)?.to_f32();
-        if v.len() != len {
-            return Err(MoshiError::Shape {
-                tensor: name.to_string(),
-                expected: vec![len],
-                found: vec![v.len()],
-            });
-        }
-        Ok(v)
+        vector_from(self.file, name, len)
     }
 
     fn embedding(&mut self, name: &str, rows: usize, dim: usize) -> Result<Embedding, MoshiError> {
-        let t = self.file.require(name)?;
-        match t.dtype {
-            DType::BF16 => {
-                let h = t.to_u16().into_iter().map(bf16::from_bits).collect();
-                Embedding::bf16(name, h, rows, dim)
-            }
-            DType::F16 => {
-                let h = t.to_u16().into_iter().map(f16::from_bits).collect();
-                Embedding::f16(name, h, rows, dim)
-            }
-            _ => Embedding::f32(name, t.to_f32(), rows, dim),
+        embedding_from(self.file, name, rows, dim)
+    }
+}
+
+/// Linears mapped from a packed-weights cache written by a [`FileSource`];
+/// embeddings and norms from the checkpoint itself.
+pub struct CachedSource<'a> {
+    file: &'a WeightFile,
+    stored: BTreeMap<String, Weights>,
+}
+
+impl<'a> CachedSource<'a> {
+    /// A source over a checked `file` and the weights read from its cache.
+    pub fn new(
+        cfg: &MoshiConfig,
+        file: &'a WeightFile,
+        stored: BTreeMap<String, Weights>,
+    ) -> Result<Self, MoshiError> {
+        check_file(cfg, file)?;
+        Ok(Self { file, stored })
+    }
+}
+
+impl TensorSource for CachedSource<'_> {
+    fn linear(
+        &mut self,
+        name: &str,
+        first: usize,
+        n: usize,
+        k: usize,
+        format: WeightFormat,
+    ) -> Result<Weights, MoshiError> {
+        let key = cache_key(name, first, n);
+        let w = self
+            .stored
+            .remove(&key)
+            .ok_or_else(|| MoshiError::Cache(format!("`{key}` is not in the cache")))?;
+        if (w.n(), w.k(), w.format()) != (n, k, format) {
+            return Err(MoshiError::Cache(format!(
+                "`{key}` is {:?} {}×{} in the cache, the model needs {format:?} {n}×{k}",
+                w.format(),
+                w.n(),
+                w.k()
+            )));
         }
+        Ok(w)
+    }
+
+    fn vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>, MoshiError> {
+        vector_from(self.file, name, len)
+    }
+
+    fn embedding(&mut self, name: &str, rows: usize, dim: usize) -> Result<Embedding, MoshiError> {
+        embedding_from(self.file, name, rows, dim)
     }
 }
 
@@ -348,6 +447,7 @@ impl TensorSource for RandomSource {
 
     fn embedding(&mut self, name: &str, rows: usize, dim: usize) -> Result<Embedding, MoshiError> {
         let v = self.uniform(rows * dim, 1.0);
-        Embedding::bf16(name, v.into_iter().map(bf16::from_f32).collect(), rows, dim)
+        let bits: Vec<u16> = v.into_iter().map(|x| bf16::from_f32(x).to_bits()).collect();
+        Embedding::bf16(name, bits.into(), rows, dim)
     }
 }
