@@ -603,10 +603,12 @@ mod tests {
             conv.set_level(SimdLevel::Scalar);
             assert!(!conv.uses_bf16_tiles());
             let emulated = run(&conv, &pool, &x, t);
-            // The emulation's vector routes: exact products, the same bits.
+            // The emulation's vector routes: exact products, the same bits
+            // (the AVX-512 level is `vdpbf16ps` where the CPU has AVX512-BF16).
             for level in available_levels() {
                 conv.set_level(level);
-                if !conv.uses_bf16_tiles() {
+                let dot = level == SimdLevel::Avx512 && features().avx512_bf16;
+                if !conv.uses_bf16_tiles() && !dot {
                     let got = run(&conv, &pool, &x, t);
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&got), bits(&emulated), "{p:?} {level:?}");
