@@ -51,7 +51,9 @@ fn machines_and_diagram_come_from_the_tables() {
     r.unwrap();
     assert_eq!(
         out,
-        voxlane_machines::core::diagram::render_mermaid(&voxlane_machines::lane_dispatch::SPEC)
+        voxlane_machines::core::mermaid::render_mermaid(
+            &voxlane_machines::pool::lane_dispatch::SPEC
+        )
     );
     let (r, _) = run(&["diagram", "no_such_machine"]);
     assert!(matches!(r, Err(CliError::UnknownMachine(m)) if m == "no_such_machine"));

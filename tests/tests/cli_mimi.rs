@@ -9,7 +9,7 @@ use voxlane_actors::kernels::matmul::bf16;
 use voxlane_actors::speech::mimi::weights::expected_tensors;
 use voxlane_actors::speech::mimi::{MimiConfig, MimiModel, MimiWeights};
 use voxlane_machines::cli::{run_args, CliError};
-use voxlane_machines::mimi_init::MimiInitError;
+use voxlane_machines::speech::mimi_init::MimiInitError;
 use voxlane_runtime::io::wav::encode_pcm16;
 use voxlane_runtime::io::{read_npy, read_wav, write_npy, write_wav, NpyArray, NpyData};
 use voxlane_runtime::weights::{write_safetensors, TensorData};

@@ -1,9 +1,9 @@
 //! Generated diagrams: a snapshot per machine (under `snapshots/`), and the
 //! files on disk must equal what the machines produce.
 
-use voxlane_machines::core::diagram::render_mermaid;
-use voxlane_machines::diagrams::expected_files;
-use voxlane_machines::registry::all_specs;
+use voxlane_machines::core::diagrams::expected_files;
+use voxlane_machines::core::mermaid::render_mermaid;
+use voxlane_machines::core::registry::all_specs;
 
 #[test]
 fn diagram_snapshots() {

@@ -4,8 +4,8 @@
 
 use voxlane_actors::kernels::conv1d::{conv1d_reference, Conv1dParams, PadMode};
 use voxlane_actors::kernels::conv1d_bf16::round_bf16;
-use voxlane_machines::conv1d::guards::route;
-use voxlane_machines::conv1d::{
+use voxlane_machines::kernels::conv1d::guards::route;
+use voxlane_machines::kernels::conv1d::{
     CausalHistory, Conv1dContract, Conv1dKernel, Conv1dKernelParams, Conv1dLimits, Conv1dRequest,
 };
 use voxlane_machines::kernels::{KernelContract, KernelMachineError, KernelReply};

@@ -6,8 +6,8 @@ use voxlane_actors::kernels::conv1d_bf16::round_bf16;
 use voxlane_actors::kernels::conv_transpose1d::{
     conv_transpose1d_reference, ConvTranspose1dParams,
 };
-use voxlane_machines::conv_transpose1d::guards::route;
-use voxlane_machines::conv_transpose1d::{
+use voxlane_machines::kernels::conv_transpose1d::guards::route;
+use voxlane_machines::kernels::conv_transpose1d::{
     ConvTranspose1dContract, ConvTranspose1dKernel, ConvTranspose1dKernelParams,
     ConvTranspose1dLimits, ConvTranspose1dRequest,
 };

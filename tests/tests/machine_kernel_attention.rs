@@ -3,7 +3,7 @@
 //! identical for every lane budget), and typed rejections.
 
 use voxlane_actors::kernels::attention::attention_reference;
-use voxlane_machines::kernel_attention::{
+use voxlane_machines::kernels::attention::{
     Attention, AttentionConfig, AttentionKernel, AttentionLimits, AttentionRequest, Rope,
     RopeLayout,
 };
@@ -162,7 +162,7 @@ fn lanes_threads(l: &SubPool<'_>) -> usize {
 
 fn prepared(cfg: &AttentionConfig, max_t: usize, lanes: usize) -> AttentionKernel {
     let mut k = AttentionKernel::new();
-    let route = ROUTES[voxlane_machines::kernel_attention::guards::prepare_route(cfg).unwrap()];
+    let route = ROUTES[voxlane_machines::kernels::attention::guards::prepare_route(cfg).unwrap()];
     assert_eq!(k.prepare(cfg), KernelReply::PrepareDone { route });
     assert_eq!(
         k.bind(AttentionLimits { max_t }, lanes),

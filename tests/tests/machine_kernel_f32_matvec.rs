@@ -2,7 +2,7 @@
 //! real results (against the scalar reference, identical for every budget).
 
 use voxlane_actors::kernels::f32_matvec::matvec_reference;
-use voxlane_machines::kernel_f32_matvec::{
+use voxlane_machines::kernels::f32_matvec::{
     F32Matvec, F32MatvecKernel, MatvecParams, MatvecRequest,
 };
 use voxlane_machines::kernels::{KernelMachineError, KernelReply};

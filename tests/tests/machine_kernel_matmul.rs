@@ -5,7 +5,7 @@
 use voxlane_actors::kernels::matmul::{
     bf16, f16, quantize_q4_0, quantize_q8_0, reference, IntWeights, CHUNK_N, Q8_0_BLOCK,
 };
-use voxlane_machines::kernel_matmul::{
+use voxlane_machines::kernels::matmul::{
     IntQuants, Matmul, MatmulKernel, MatmulLimits, MatmulParams, MatmulRequest, MatmulWeights,
 };
 use voxlane_machines::kernels::{KernelEvent, KernelMachineError, KernelReply};
@@ -144,7 +144,7 @@ fn random_event_sequences_stay_declared() {
 fn run_machine(p: &MatmulParams, a: &[f32], m: usize, threads: usize) -> Vec<f32> {
     let pool = LanePool::new(threads).unwrap();
     let mut k = MatmulKernel::new();
-    let route = ROUTES[voxlane_machines::kernel_matmul::guards::format_route(&p.weights)];
+    let route = ROUTES[voxlane_machines::kernels::matmul::guards::format_route(&p.weights)];
     assert_eq!(k.prepare(p), KernelReply::PrepareDone { route });
     assert_eq!(
         k.bind(MatmulLimits { max_m: MAX_M }, threads),
@@ -169,7 +169,7 @@ fn run_every_budget(p: &MatmulParams, a: &[f32], m: usize) -> Vec<f32> {
             bits(&first),
             bits(&got),
             "{:?} m={m} budget {threads}",
-            voxlane_machines::kernel_matmul::guards::format_route(&p.weights)
+            voxlane_machines::kernels::matmul::guards::format_route(&p.weights)
         );
     }
     first

@@ -4,7 +4,7 @@
 //! rejection carries a reason.
 
 use proptest::prelude::*;
-use voxlane_machines::lane_dispatch::{
+use voxlane_machines::pool::lane_dispatch::{
     Configure, Dispatch, Event, LaneDispatchError, LaneDispatcher, Reply, Route, SPEC,
 };
 use voxlane_runtime::{LaneError, PoolError};
@@ -248,7 +248,7 @@ fn routes_and_replies() {
 
 #[test]
 fn actor_host_round_trip() {
-    use voxlane_machines::lane_dispatch::{OwnedEvent, Request};
+    use voxlane_machines::pool::lane_dispatch::{OwnedEvent, Request};
     use voxlane_runtime::ActorHost;
     let (host, addr) = ActorHost::new(LaneDispatcher::new());
     let worker = std::thread::spawn(move || host.run());

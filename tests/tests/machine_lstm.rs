@@ -3,12 +3,12 @@
 //! lane budget; ONNX-layout weights give exactly the PyTorch-layout result).
 
 use voxlane_actors::kernels::lstm::{lstm_reference, LstmWeights};
-use voxlane_machines::kernels::{KernelContract, KernelMachineError, KernelReply};
-use voxlane_machines::lstm::guards::route;
-use voxlane_machines::lstm::{
+use voxlane_machines::kernels::lstm::guards::route;
+use voxlane_machines::kernels::lstm::{
     LstmContract, LstmDirection, LstmKernel, LstmLayout, LstmLimits, LstmParams, LstmRequest,
     OnnxLstm,
 };
+use voxlane_machines::kernels::{KernelContract, KernelMachineError, KernelReply};
 use voxlane_runtime::{LanePool, SubPool};
 use voxlane_tests::bits;
 use voxlane_tests::kernel_conformance::{

@@ -11,13 +11,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use voxlane_actors::speech::mimi::weights::expected_tensors;
 use voxlane_actors::speech::mimi::{MimiConfig, MimiDecoder, MimiModel, MimiOptions, MimiWeights};
-use voxlane_machines::mimi_decode_session::{DecodeContract, DecodeSessionMachine};
-use voxlane_machines::mimi_encode_session::{EncodeContract, EncodeSessionMachine};
-use voxlane_machines::mimi_init::{
+use voxlane_machines::speech::mimi_init::{
     BindSession, InitReply, Initialize, MimiInit, MimiInitError, MimiInitEvent, RouteCounts,
     WeightsSource,
 };
-use voxlane_machines::mimi_session::{
+use voxlane_machines::speech::mimi_session::decode::{DecodeContract, DecodeSessionMachine};
+use voxlane_machines::speech::mimi_session::encode::{EncodeContract, EncodeSessionMachine};
+use voxlane_machines::speech::mimi_session::{
     DecodeSession, EncodeSession, MimiSessionError, Push, SessionContract, SessionEvent,
     SessionHandle, SessionReply, Side,
 };
@@ -198,7 +198,7 @@ fn streaming_encode_through_the_session_machine_matches_codes_streaming() {
     }
     assert_eq!(got, want, "streaming codes through the session machine");
     let log = enc.take_trace();
-    assert_declared(&voxlane_machines::mimi_encode_session::SPEC, &log);
+    assert_declared(&voxlane_machines::speech::mimi_session::encode::SPEC, &log);
     // reset restarts the stream: frame 0 codes again.
     assert_eq!(enc.reset(), SessionReply::ResetDone);
     assert_eq!(
@@ -266,7 +266,7 @@ fn decode_session_equals_mimi_decoder_step_bit_for_bit() {
     }
     assert!(got.iter().any(|x| *x != 0.0));
     assert_declared(
-        &voxlane_machines::mimi_decode_session::SPEC,
+        &voxlane_machines::speech::mimi_session::decode::SPEC,
         &dec.take_trace(),
     );
 }
@@ -773,7 +773,7 @@ fn run_init(m: &mut MimiInit, r: InitRecipe, step_only: bool) -> Option<InitRepl
 
 #[test]
 fn mimi_init_every_state_times_every_event_matches_the_table() {
-    use voxlane_machines::mimi_init::SPEC;
+    use voxlane_machines::speech::mimi_init::SPEC;
     SPEC.validate().unwrap();
     use InitRecipe as R;
     let prefixes: Vec<(&str, Vec<R>)> = vec![

@@ -1,7 +1,7 @@
 //! `cargo xtask diagrams [--check]`: render every machine's table to mermaid.
 
 use std::path::{Path, PathBuf};
-use voxlane_machines::diagrams::expected_files;
+use voxlane_machines::core::diagrams::expected_files;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

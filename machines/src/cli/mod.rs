@@ -95,10 +95,10 @@ pub enum CliError {
     },
     /// Setting up the Mimi codec failed (config, tensors, session capacity).
     #[error(transparent)]
-    MimiInit(#[from] crate::mimi_init::MimiInitError),
+    MimiInit(#[from] crate::speech::mimi_init::MimiInitError),
     /// A Mimi session refused or failed a frame.
     #[error(transparent)]
-    MimiSession(#[from] crate::mimi_session::MimiSessionError),
+    MimiSession(#[from] crate::speech::mimi_session::MimiSessionError),
     /// The Mimi codec failed on a batch call.
     #[error(transparent)]
     Mimi(#[from] voxlane_actors::speech::mimi::MimiError),
@@ -149,10 +149,12 @@ enum Command {
 fn check_threads(threads: usize) -> Result<usize, CliError> {
     match threads {
         0 => Err(CliError::Threads("the budget must be at least 1".into())),
-        t if t > crate::lane_dispatch::guards::MAX_THREADS => Err(CliError::Threads(format!(
-            "{t} exceeds the maximum {}",
-            crate::lane_dispatch::guards::MAX_THREADS
-        ))),
+        t if t > crate::pool::lane_dispatch::guards::MAX_THREADS => {
+            Err(CliError::Threads(format!(
+                "{t} exceeds the maximum {}",
+                crate::pool::lane_dispatch::guards::MAX_THREADS
+            )))
+        }
         t => Ok(t),
     }
 }
@@ -183,10 +185,10 @@ pub fn run_with_stdin(cli: Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
             // Read before pinning: pinning narrows this thread's affinity.
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             // Start the pool through its machine: proves the budget and pinning work here.
-            let mut lanes = crate::lane_dispatch::LaneDispatcher::new();
+            let mut lanes = crate::pool::lane_dispatch::LaneDispatcher::new();
             let pinned = match lanes.configure(threads, pin) {
-                crate::lane_dispatch::Reply::ConfigureDone { pinned, .. } => pinned,
-                crate::lane_dispatch::Reply::Error(e) => {
+                crate::pool::lane_dispatch::Reply::ConfigureDone { pinned, .. } => pinned,
+                crate::pool::lane_dispatch::Reply::Error(e) => {
                     return Err(CliError::Threads(e.to_string()))
                 }
                 other => return Err(CliError::Threads(format!("unexpected reply {other:?}"))),
@@ -208,17 +210,17 @@ pub fn run_with_stdin(cli: Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
             Ok(())
         }
         Command::Machines => {
-            for spec in crate::registry::all_specs() {
+            for spec in crate::core::registry::all_specs() {
                 writeln!(out, "{:<24} {}", spec.name, spec.doc)?;
             }
             Ok(())
         }
         Command::Diagram { machine } => {
-            let spec = crate::registry::all_specs()
+            let spec = crate::core::registry::all_specs()
                 .into_iter()
                 .find(|s| s.name == machine)
                 .ok_or(CliError::UnknownMachine(machine))?;
-            write!(out, "{}", crate::core::diagram::render_mermaid(spec))?;
+            write!(out, "{}", crate::core::mermaid::render_mermaid(spec))?;
             Ok(())
         }
     }

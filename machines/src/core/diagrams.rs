@@ -1,7 +1,7 @@
 //! The generated `diagrams/` folder, as data: one `.mmd` per machine plus an index.
 
-use crate::core::diagram::{render_index, render_mermaid};
-use crate::registry::all_specs;
+use crate::core::mermaid::{render_index, render_mermaid};
+use crate::core::registry::all_specs;
 
 /// `(file name, contents)` for every file `diagrams/` must hold.
 pub fn expected_files() -> Vec<(String, String)> {

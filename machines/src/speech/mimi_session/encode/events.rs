@@ -3,7 +3,7 @@
 use super::machine::EncodeContract;
 
 /// `push_pcm`: whole frames of 24 kHz mono PCM, and the lane share.
-pub type PushPcm<'a> = crate::mimi_session::Push<'a, EncodeContract>;
+pub type PushPcm<'a> = crate::speech::mimi_session::Push<'a, EncodeContract>;
 
 /// Every event the encode session takes.
-pub type EncodeEvent<'a> = crate::mimi_session::SessionEvent<'a, EncodeContract>;
+pub type EncodeEvent<'a> = crate::speech::mimi_session::SessionEvent<'a, EncodeContract>;

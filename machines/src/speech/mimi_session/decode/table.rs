@@ -2,8 +2,8 @@
 //! `push_codes` and the decode outcomes.
 
 use crate::core::{MachineSpec, Transition};
-use crate::mimi_session::events::event_kinds;
-use crate::mimi_session::table::session_spec;
+use crate::speech::mimi_session::events::event_kinds;
+use crate::speech::mimi_session::table::session_spec;
 
 /// Event kinds.
 pub const EVENTS: &[&str] = &event_kinds("push_codes", "decode_done", "decode_error");

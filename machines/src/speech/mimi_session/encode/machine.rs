@@ -2,7 +2,9 @@
 
 use super::actions::effect_encode_frame;
 use super::guards;
-use crate::mimi_session::{EncodeSession, MimiSessionError, SessionContract, SessionHandle};
+use crate::speech::mimi_session::{
+    EncodeSession, MimiSessionError, SessionContract, SessionHandle,
+};
 use voxlane_runtime::SubPool;
 
 /// The encode side's contract.

@@ -2,7 +2,9 @@
 
 use super::actions::effect_decode_frame;
 use super::guards;
-use crate::mimi_session::{DecodeSession, MimiSessionError, SessionContract, SessionHandle};
+use crate::speech::mimi_session::{
+    DecodeSession, MimiSessionError, SessionContract, SessionHandle,
+};
 use voxlane_runtime::SubPool;
 
 /// The decode side's contract.

@@ -1,7 +1,7 @@
-//! The shared Mimi session machine: `mimi_encode_session` and
-//! `mimi_decode_session` are this one statig machine, specialised by a
-//! [`SessionContract`] that names the side's push event, its input guards
-//! and its step action.
+//! The shared Mimi session machine: `mimi_encode_session` ([`encode`]) and
+//! `mimi_decode_session` ([`decode`]) are this one statig machine,
+//! specialised by a [`SessionContract`] that names the side's push event,
+//! its input guards and its step action.
 //!
 //! Lifecycle: `idle --open_session--> open`; a push in `open` is rejected by
 //! the side's guards (wrong frame size, codes out of range, output of the
@@ -19,6 +19,10 @@ pub mod guards;
 pub mod machine;
 pub mod session;
 pub mod table;
+
+// The two sides, each a contract over this machine.
+pub mod decode;
+pub mod encode;
 
 pub use contract::SessionContract;
 pub use errors::MimiSessionError;

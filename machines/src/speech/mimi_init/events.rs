@@ -1,7 +1,7 @@
 //! Events `mimi_init` accepts, the outcomes it replies with, and its sink.
 
 use super::errors::MimiInitError;
-use crate::mimi_session::{MimiSession, Side};
+use crate::speech::mimi_session::{MimiSession, Side};
 use std::cell::RefCell;
 use std::path::PathBuf;
 use voxlane_actors::speech::mimi::{MimiConfig, MimiOptions, MimiWeights};

@@ -1,6 +1,6 @@
 //! Typed rejections of `mimi_init`.
 
-use crate::mimi_session::Side;
+use crate::speech::mimi_session::Side;
 use voxlane_actors::speech::mimi::MimiError;
 
 /// Why `mimi_init` refused or failed a request; each variant names the culprit.

@@ -1,6 +1,6 @@
 //! `mimi_encode_session`: streaming Mimi encode, one or more 1920-sample
 //! frames in, `[K, frames]` codes out, as a session machine (see
-//! [`crate::mimi_session`] for the shared lifecycle). The session comes from
+//! [`crate::speech::mimi_session`] for the shared lifecycle). The session comes from
 //! `mimi_init`'s `bind_session { side: Encode }`; `push_pcm` is checked by
 //! `guard_frame_size_wrong` and stepped by `effect_encode_frame`.
 

@@ -8,7 +8,7 @@ use super::events::{
 };
 use super::guards::{capacity_problem, config_problem, tensors_problem};
 use super::machine::MimiInitMachine;
-use crate::mimi_session::{DecodeSession, EncodeSession, MimiSession, Side};
+use crate::speech::mimi_session::{DecodeSession, EncodeSession, MimiSession, Side};
 use std::sync::Arc;
 use voxlane_actors::kernels::matmul::WeightFormat;
 use voxlane_actors::speech::mimi::{BindContract, MimiModel, MimiWeights};

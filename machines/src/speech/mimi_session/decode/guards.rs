@@ -3,7 +3,7 @@
 //! every code must be below the codebook size.
 
 use super::actions::{effect_reject_code, effect_reject_code_count};
-use crate::mimi_session::{DecodeSession, MimiSessionError};
+use crate::speech::mimi_session::{DecodeSession, MimiSessionError};
 
 /// Reject route indices, in table order.
 pub mod route {

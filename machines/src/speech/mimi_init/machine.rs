@@ -11,7 +11,7 @@ use super::events::{BindSession, InitReply, InitSink, Initialize, MimiInitEvent,
 use super::guards::*;
 use super::table::SPEC;
 use crate::core::{Bookkeeping, Fired};
-use crate::mimi_session::{DecodeSession, EncodeSession, MimiSession, Side};
+use crate::speech::mimi_session::{DecodeSession, EncodeSession, MimiSession, Side};
 use crate::{internal, transition};
 use statig::prelude::*;
 use std::path::PathBuf;

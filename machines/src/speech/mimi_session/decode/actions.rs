@@ -2,7 +2,7 @@
 //! rejections and one decoder step (allocation-free: the state was sized at bind).
 
 use super::guards::{codebook_size, first_out_of_range, frames_of};
-use crate::mimi_session::{DecodeSession, MimiSessionError};
+use crate::speech::mimi_session::{DecodeSession, MimiSessionError};
 use voxlane_runtime::SubPool;
 
 /// Name what is wrong with the push's size: the code count, else the output.

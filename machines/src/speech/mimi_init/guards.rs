@@ -6,7 +6,7 @@
 use super::errors::MimiInitError;
 use super::events::{BindSession, Initialize, WeightsSource};
 use super::machine::MimiInitMachine;
-use crate::mimi_session::Side;
+use crate::speech::mimi_session::Side;
 use std::collections::BTreeSet;
 use voxlane_actors::speech::mimi::weights::{expected_tensors, Expected};
 use voxlane_actors::speech::mimi::{MimiConfig, MimiWeights, WorkspaceRule};

@@ -2,7 +2,7 @@
 //! encoder step (allocation-free: the state was sized at bind).
 
 use super::guards::frames_of;
-use crate::mimi_session::{EncodeSession, MimiSessionError};
+use crate::speech::mimi_session::{EncodeSession, MimiSessionError};
 use voxlane_runtime::SubPool;
 
 /// Name what is wrong with the push: the PCM length, else the code slots.

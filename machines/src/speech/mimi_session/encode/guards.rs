@@ -2,7 +2,7 @@
 //! (at most the bound count) and the code slots must hold `K · frames`.
 
 use super::actions::effect_reject_frame_size;
-use crate::mimi_session::{EncodeSession, MimiSessionError};
+use crate::speech::mimi_session::{EncodeSession, MimiSessionError};
 
 /// Reject route indices, in table order.
 pub mod route {
