@@ -18,10 +18,6 @@
 pub mod cli;
 pub mod core;
 pub mod kernels;
-pub mod kokoro_back;
-pub mod kokoro_front;
-pub mod kokoro_frontend;
-pub mod kokoro_tts;
 pub mod pool;
 pub mod speech;
 pub mod tts;

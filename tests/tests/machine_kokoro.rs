@@ -1,4 +1,4 @@
-//! Kokoro's machines (`kokoro_frontend`, `kokoro_front`, `kokoro_back`,
+//! Kokoro's machines (`kokoro_text`, `kokoro_acoustic`, `kokoro_vocoder`,
 //! `kokoro_tts`) and the `tts::Tts` library on the real model:
 //!
 //! - audio through the machines is bit-identical to `KokoroTts::synthesize`
@@ -24,11 +24,11 @@ use voxlane_actors::tts::kokoro::window::{StreamShape, CROSSFADE, SAMPLES_PER_FR
 use voxlane_actors::tts::voices::{VoiceError, Voices};
 use voxlane_machines::cli::fetch::fetch_models;
 use voxlane_machines::core::Fired;
-use voxlane_machines::kokoro_back::{self as back, BackStage, KokoroBackError};
-use voxlane_machines::kokoro_front::events::DurationRoute;
-use voxlane_machines::kokoro_front::{self as front, FrontStage, KokoroFrontError};
-use voxlane_machines::kokoro_frontend::{self as frontend, FrontendStage, KokoroFrontendError};
-use voxlane_machines::kokoro_tts::{self as tts, TtsError, TtsMachine, TtsReply, Utterance};
+use voxlane_machines::tts::acoustic::events::DurationRoute;
+use voxlane_machines::tts::acoustic::{self as acoustic, AcousticStage, KokoroAcousticError};
+use voxlane_machines::tts::text::{self as text, KokoroTextError, TextStage};
+use voxlane_machines::tts::utterance::{self as tts, TtsError, TtsMachine, TtsReply, Utterance};
+use voxlane_machines::tts::vocoder::{self as vocoder, KokoroVocoderError, VocoderStage};
 use voxlane_machines::tts::{Slot, SynthOptions, Tts, TtsPaths};
 use voxlane_runtime::fetch::Fetcher;
 use voxlane_runtime::io::read_npy;
@@ -75,19 +75,19 @@ fn lock<T>(m: &'static Mutex<T>) -> MutexGuard<'static, T> {
 
 /// Loaded (traced) stage machines, shared by the tests of this binary.
 struct Stages {
-    front: FrontStage,
-    back: BackStage,
+    front: AcousticStage,
+    back: VocoderStage,
 }
 
 fn stages() -> MutexGuard<'static, Stages> {
     static STAGES: OnceLock<Mutex<Stages>> = OnceLock::new();
     lock(STAGES.get_or_init(|| {
-        let mut front = FrontStage::traced();
-        assert!(matches!(front.load(model()), front::Reply::Loaded { vocab } if vocab > 100));
-        let mut back = BackStage::traced();
+        let mut front = AcousticStage::traced();
+        assert!(matches!(front.load(model()), acoustic::Reply::Loaded { vocab } if vocab > 100));
+        let mut back = VocoderStage::traced();
         assert!(matches!(
             back.load(model()),
-            back::Reply::Loaded { asr_channels: 512 }
+            vocoder::Reply::Loaded { asr_channels: 512 }
         ));
         Mutex::new(Stages { front, back })
     }))
@@ -346,13 +346,13 @@ fn stage_machines_on_the_fixture_equal_the_direct_actor_calls() {
         .collect();
 
     // The frontend stage, with the fixtures' punctuation convention.
-    let mut fe = FrontendStage::new();
+    let mut fe = TextStage::new();
     assert!(matches!(
         fe.load(&paths().vocab, Punctuation::Drop),
-        frontend::Reply::Loaded { vocab } if vocab > 100
+        text::Reply::Loaded { vocab } if vocab > 100
     ));
     match fe.tokenize(case["text"].as_str().unwrap()) {
-        frontend::Reply::Tokens(t) => {
+        text::Reply::Tokens(t) => {
             assert_eq!(t.chunks.len(), 1);
             assert_eq!(t.chunks[0].phonemes, case["phonemes"].as_str().unwrap());
             assert_eq!(t.chunks[0].tokens, tokens);
@@ -366,7 +366,7 @@ fn stage_machines_on_the_fixture_equal_the_direct_actor_calls() {
     let mut d = direct();
     let d = &mut *d;
     for given in [None, Some(&durations[..])] {
-        let reply = st.front.run(front::Run {
+        let reply = st.front.run(acoustic::Run {
             tokens: &tokens,
             style: &style,
             speed: 1.0,
@@ -374,7 +374,7 @@ fn stage_machines_on_the_fixture_equal_the_direct_actor_calls() {
             lanes: &pool,
         });
         let (out, route) = match reply {
-            front::Reply::Front(out, route) => (out, route),
+            acoustic::Reply::Front(out, route) => (out, route),
             other => panic!("{other:?}"),
         };
         let want: FrontOutput = match given {
@@ -399,8 +399,8 @@ fn stage_machines_on_the_fixture_equal_the_direct_actor_calls() {
             assert_eq!(out.frames(), 144, "the fixture's reference frames");
         }
 
-        let samples = match st.back.run(back::Run::from_front(&out, &style, &pool)) {
-            back::Reply::Audio { samples } => samples,
+        let samples = match st.back.run(vocoder::Run::from_front(&out, &style, &pool)) {
+            vocoder::Reply::Audio { samples } => samples,
             other => panic!("{other:?}"),
         };
         let want_audio = d
@@ -427,8 +427,8 @@ fn frun<'a>(
     speed: f32,
     durations: Option<&'a [usize]>,
     lanes: &'a LanePool,
-) -> front::Run<'a> {
-    front::Run {
+) -> acoustic::Run<'a> {
+    acoustic::Run {
         tokens,
         style,
         speed,
@@ -443,8 +443,8 @@ fn brun<'a>(
     n: &'a [f32],
     style: &'a [f32],
     lanes: &'a LanePool,
-) -> back::Run<'a> {
-    back::Run {
+) -> vocoder::Run<'a> {
+    vocoder::Run {
         asr,
         f0,
         n,
@@ -455,15 +455,15 @@ fn brun<'a>(
 }
 
 #[test]
-fn frontend_guards_reject_with_typed_errors() {
-    let mut fe = FrontendStage::new();
+fn text_guards_reject_with_typed_errors() {
+    let mut fe = TextStage::new();
     assert!(matches!(
         fe.tokenize("Hello."),
-        frontend::Reply::Error(KokoroFrontendError::NotLoaded)
+        text::Reply::Error(KokoroTextError::NotLoaded)
     ));
     let missing = paths().vocab.with_file_name("no-such-vocab.json");
     match fe.load(&missing, Punctuation::Keep) {
-        frontend::Reply::Error(e @ KokoroFrontendError::Frontend(_)) => {
+        text::Reply::Error(e @ KokoroTextError::Frontend(_)) => {
             assert_eq!(e.reason(), "vocab_io")
         }
         other => panic!("{other:?}"),
@@ -471,35 +471,35 @@ fn frontend_guards_reject_with_typed_errors() {
     assert_eq!(fe.state(), "unloaded");
     assert!(matches!(
         fe.load(&paths().vocab, Punctuation::Keep),
-        frontend::Reply::Loaded { .. }
+        text::Reply::Loaded { .. }
     ));
     for empty in ["", "   ", "\n\t", "..."] {
         assert!(
             matches!(
                 fe.tokenize(empty),
-                frontend::Reply::Error(KokoroFrontendError::EmptyText)
+                text::Reply::Error(KokoroTextError::EmptyText)
             ),
             "{empty:?}"
         );
     }
     let long = "word ".repeat(20_001);
     match fe.tokenize(&long) {
-        frontend::Reply::Error(KokoroFrontendError::TextTooLong { chars, max }) => {
+        text::Reply::Error(KokoroTextError::TextTooLong { chars, max }) => {
             assert_eq!((chars, max), (100_005, 100_000))
         }
         other => panic!("{other:?}"),
     }
     // espeak-ng marks the syllabic n of "button" with U+0329, which the vocab lacks.
     match fe.tokenize("button") {
-        frontend::Reply::Tokens(t) => {
+        text::Reply::Tokens(t) => {
             assert_eq!(t.dropped, vec!['\u{329}']);
             assert_eq!(t.chunks.len(), 1);
             assert!(t.chunks[0].len_unpadded() >= 4);
         }
         other => panic!("{other:?}"),
     }
-    match fe.handle(&frontend::Event::CaptureDiagnostics) {
-        frontend::Reply::Diagnostics(d) => {
+    match fe.handle(&text::Event::CaptureDiagnostics) {
+        text::Reply::Diagnostics(d) => {
             assert_eq!(d.rejections_for("empty_text"), 4);
             assert_eq!(d.rejections_for("text_too_long"), 1);
             assert_eq!(d.rejections_for("phonemes_dropped"), 1);
@@ -510,48 +510,48 @@ fn frontend_guards_reject_with_typed_errors() {
 }
 
 #[test]
-fn front_guards_reject_with_typed_errors() {
+fn acoustic_guards_reject_with_typed_errors() {
     let tokens = read_npy(fixture("tokens.npy")).unwrap().to_i64();
     let style = read_npy(fixture("style.npy")).unwrap().to_f32();
     let pool = LanePool::new(1).unwrap();
     let mut st = stages();
     let vocab = st.front.front().unwrap().albert().vocab();
     let run = |tokens, style, speed, durations| frun(tokens, style, speed, durations, &pool);
-    let mut reject = |r: front::Run<'_>| match st.front.run(r) {
-        front::Reply::Error(e) => e,
+    let mut reject = |r: acoustic::Run<'_>| match st.front.run(r) {
+        acoustic::Reply::Error(e) => e,
         other => panic!("expected a rejection, got {other:?}"),
     };
     let long = vec![0i64; 600];
     assert!(matches!(
         reject(run(&long, &style, 1.0, None)),
-        KokoroFrontError::TokenCount { got: 600, max: 512 }
+        KokoroAcousticError::TokenCount { got: 600, max: 512 }
     ));
     assert!(matches!(
         reject(run(&[], &style, 1.0, None)),
-        KokoroFrontError::TokenCount { got: 0, max: 512 }
+        KokoroAcousticError::TokenCount { got: 0, max: 512 }
     ));
     assert!(matches!(
         reject(run(&tokens, &style[..10], 1.0, None)),
-        KokoroFrontError::Style { got: 10, want: 256 }
+        KokoroAcousticError::Style { got: 10, want: 256 }
     ));
     let mut nan = style.clone();
     nan[7] = f32::NAN;
     assert!(matches!(
         reject(run(&tokens, &nan, 1.0, None)),
-        KokoroFrontError::Style { got: 256, .. }
+        KokoroAcousticError::Style { got: 256, .. }
     ));
     assert!(matches!(
         reject(run(&tokens, &style, 3.0, None)),
-        KokoroFrontError::Speed(s) if s == 3.0
+        KokoroAcousticError::Speed(s) if s == 3.0
     ));
     assert!(matches!(
         reject(run(&tokens, &style, 0.4, None)),
-        KokoroFrontError::Speed(_)
+        KokoroAcousticError::Speed(_)
     ));
     let mut bad = tokens.clone();
     bad[3] = vocab as i64;
     match reject(run(&bad, &style, 1.0, None)) {
-        KokoroFrontError::TokenId { id, at, vocab: v } => {
+        KokoroAcousticError::TokenId { id, at, vocab: v } => {
             assert_eq!((id, at, v), (vocab as i64, 3, vocab))
         }
         other => panic!("{other:?}"),
@@ -560,11 +560,11 @@ fn front_guards_reject_with_typed_errors() {
     negative[3] = -1;
     assert!(matches!(
         reject(run(&negative, &style, 1.0, None)),
-        KokoroFrontError::TokenId { id: -1, at: 3, .. }
+        KokoroAcousticError::TokenId { id: -1, at: 3, .. }
     ));
     let short = vec![2usize; 5];
     match reject(run(&tokens, &style, 1.0, Some(&short))) {
-        KokoroFrontError::DurationsLength { got, tokens: t } => {
+        KokoroAcousticError::DurationsLength { got, tokens: t } => {
             assert_eq!((got, t), (5, tokens.len()))
         }
         other => panic!("{other:?}"),
@@ -572,9 +572,9 @@ fn front_guards_reject_with_typed_errors() {
     assert_eq!(st.front.state(), "ready");
 
     // A well-formed model without Kokoro's nodes: the load error names the node.
-    let mut fresh = FrontStage::new();
+    let mut fresh = AcousticStage::new();
     match fresh.load(&empty_model()) {
-        front::Reply::Error(KokoroFrontError::Model(KokoroError::MissingNode(n))) => {
+        acoustic::Reply::Error(KokoroAcousticError::Model(KokoroError::MissingNode(n))) => {
             assert!(!n.is_empty())
         }
         other => panic!("{other:?}"),
@@ -583,7 +583,7 @@ fn front_guards_reject_with_typed_errors() {
 }
 
 #[test]
-fn back_guards_reject_with_typed_errors() {
+fn vocoder_guards_reject_with_typed_errors() {
     let pool = LanePool::new(1).unwrap();
     let mut st = stages();
     let f = 4;
@@ -591,24 +591,24 @@ fn back_guards_reject_with_typed_errors() {
     let curve = vec![0.0f32; 2 * f];
     let style = vec![0.1f32; 128];
     let run = |asr, f0, n, style| brun(asr, f0, n, style, &pool);
-    let mut reject = |r: back::Run<'_>| match st.back.run(r) {
-        back::Reply::Error(e) => e,
+    let mut reject = |r: vocoder::Run<'_>| match st.back.run(r) {
+        vocoder::Reply::Error(e) => e,
         other => panic!("expected a rejection, got {other:?}"),
     };
     assert!(matches!(
         reject(run(&asr[..100], &curve, &curve, &style)),
-        KokoroBackError::AsrShape {
+        KokoroVocoderError::AsrShape {
             values: 100,
             channels: 512
         }
     ));
     assert!(matches!(
         reject(run(&[], &[], &[], &style)),
-        KokoroBackError::AsrShape { values: 0, .. }
+        KokoroVocoderError::AsrShape { values: 0, .. }
     ));
     assert!(matches!(
         reject(run(&asr, &curve[..5], &curve, &style)),
-        KokoroBackError::CurveLength {
+        KokoroVocoderError::CurveLength {
             curve: "f0",
             got: 5,
             want: 8
@@ -616,7 +616,7 @@ fn back_guards_reject_with_typed_errors() {
     ));
     assert!(matches!(
         reject(run(&asr, &curve, &curve[..7], &style)),
-        KokoroBackError::CurveLength {
+        KokoroVocoderError::CurveLength {
             curve: "n",
             got: 7,
             want: 8
@@ -624,21 +624,21 @@ fn back_guards_reject_with_typed_errors() {
     ));
     assert!(matches!(
         reject(run(&asr, &curve, &curve, &style[..10])),
-        KokoroBackError::Style { got: 10, want: 128 }
+        KokoroVocoderError::Style { got: 10, want: 128 }
     ));
     // Four frames of silence decode to 600 samples per frame.
     match st.back.run(run(&asr, &curve, &curve, &style)) {
-        back::Reply::Audio { samples } => assert_eq!(samples, 600 * f),
+        vocoder::Reply::Audio { samples } => assert_eq!(samples, 600 * f),
         other => panic!("{other:?}"),
     }
-    let mut fresh = BackStage::new();
+    let mut fresh = VocoderStage::new();
     assert!(matches!(
         fresh.run(run(&asr, &curve, &curve, &style)),
-        back::Reply::Error(KokoroBackError::NotLoaded)
+        vocoder::Reply::Error(KokoroVocoderError::NotLoaded)
     ));
     assert!(matches!(
         fresh.load(&empty_model()),
-        back::Reply::Error(KokoroBackError::Model(_))
+        vocoder::Reply::Error(KokoroVocoderError::Model(_))
     ));
 }
 
@@ -738,7 +738,7 @@ fn record(spec: &voxlane_machines::core::MachineSpec, fired: Vec<Fired>, log: &m
     log.extend(fired);
 }
 
-fn fe_event(i: usize, long: &str, vocab: &std::path::Path) -> frontend::Event<'static> {
+fn text_event(i: usize, long: &str, vocab: &std::path::Path) -> text::Event<'static> {
     let tokens = |dropped: Vec<char>| Tokenized {
         normalized: "hi".into(),
         chunks: vec![Chunk {
@@ -749,31 +749,31 @@ fn fe_event(i: usize, long: &str, vocab: &std::path::Path) -> frontend::Event<'s
     };
     let long: &'static str = Box::leak(long.to_string().into_boxed_str());
     match i {
-        0 => frontend::Event::Load(frontend::Load {
+        0 => text::Event::Load(text::Load {
             vocab: vocab.to_path_buf(),
             punctuation: Punctuation::Keep,
         }),
-        1 => frontend::Event::Load(frontend::Load {
+        1 => text::Event::Load(text::Load {
             vocab: vocab.with_file_name("missing.json"),
             punctuation: Punctuation::Drop,
         }),
-        2 => frontend::Event::LoadDone,
-        3 => frontend::Event::LoadError(Slot::new(KokoroFrontendError::NotLoaded)),
-        4 => frontend::Event::LoadError(Slot::empty()),
-        5 => frontend::Event::Tokenize(frontend::Tokenize { text: "Hi." }),
-        6 => frontend::Event::Tokenize(frontend::Tokenize { text: "  " }),
-        7 => frontend::Event::Tokenize(frontend::Tokenize { text: long }),
-        8 => frontend::Event::TokenizeDone(Slot::new(tokens(vec![]))),
-        9 => frontend::Event::TokenizeDone(Slot::new(tokens(vec!['x']))),
-        10 => frontend::Event::TokenizeDone(Slot::empty()),
-        11 => frontend::Event::TokenizeError(Slot::new(KokoroFrontendError::EmptyText)),
-        _ => frontend::Event::CaptureDiagnostics,
+        2 => text::Event::LoadDone,
+        3 => text::Event::LoadError(Slot::new(KokoroTextError::NotLoaded)),
+        4 => text::Event::LoadError(Slot::empty()),
+        5 => text::Event::Tokenize(text::Tokenize { text: "Hi." }),
+        6 => text::Event::Tokenize(text::Tokenize { text: "  " }),
+        7 => text::Event::Tokenize(text::Tokenize { text: long }),
+        8 => text::Event::TokenizeDone(Slot::new(tokens(vec![]))),
+        9 => text::Event::TokenizeDone(Slot::new(tokens(vec!['x']))),
+        10 => text::Event::TokenizeDone(Slot::empty()),
+        11 => text::Event::TokenizeError(Slot::new(KokoroTextError::EmptyText)),
+        _ => text::Event::CaptureDiagnostics,
     }
 }
 
 #[test]
-fn kokoro_frontend_matches_its_table() {
-    frontend::SPEC.validate().unwrap();
+fn kokoro_text_matches_its_table() {
+    text::SPEC.validate().unwrap();
     let vocab = paths().vocab.clone();
     let long = "a ".repeat(60_000);
     let mut log = Vec::new();
@@ -786,26 +786,26 @@ fn kokoro_frontend_matches_its_table() {
     for (state, prefix) in prefixes {
         for i in 0..13 {
             for step_only in [true, false] {
-                let mut m = FrontendStage::traced();
+                let mut m = TextStage::traced();
                 for &p in prefix {
-                    m.step(&fe_event(p, &long, &vocab));
+                    m.step(&text_event(p, &long, &vocab));
                 }
                 assert_eq!(m.state(), state);
-                let e = fe_event(i, &long, &vocab);
+                let e = text_event(i, &long, &vocab);
                 let reply = if step_only {
                     m.step(&e).reply
                 } else {
                     Some(m.handle(&e))
                 };
                 assert!(!m.dangling(), "event {i} in {state} took no edge");
-                if let Some(frontend::Reply::Error(e)) = &reply {
+                if let Some(text::Reply::Error(e)) = &reply {
                     assert!(!e.reason().is_empty() && !e.to_string().is_empty());
                 }
-                record(&frontend::SPEC, m.take_trace(), &mut log);
+                record(&text::SPEC, m.take_trace(), &mut log);
             }
         }
     }
-    assert_all_reached(&frontend::SPEC, &log);
+    assert_all_reached(&text::SPEC, &log);
 }
 
 struct FrontData {
@@ -835,9 +835,9 @@ fn front_data() -> FrontData {
 
 const FRONT_EVENTS: usize = 16;
 
-fn front_event<'a>(i: usize, d: &'a FrontData, empty: &'a OnnxModel) -> front::Event<'a> {
+fn acoustic_event<'a>(i: usize, d: &'a FrontData, empty: &'a OnnxModel) -> acoustic::Event<'a> {
     let run = |tokens: &'a [i64], style: &'a [f32], speed: f32, durations: Option<&'a [usize]>| {
-        front::Event::Run(front::Run {
+        acoustic::Event::Run(acoustic::Run {
             tokens,
             style,
             speed,
@@ -846,9 +846,9 @@ fn front_event<'a>(i: usize, d: &'a FrontData, empty: &'a OnnxModel) -> front::E
         })
     };
     match i {
-        0 => front::Event::Load(front::Load { model: empty }),
-        1 => front::Event::LoadDone,
-        2 => front::Event::LoadError(Slot::new(KokoroFrontError::NotLoaded)),
+        0 => acoustic::Event::Load(acoustic::Load { model: empty }),
+        1 => acoustic::Event::LoadDone,
+        2 => acoustic::Event::LoadError(Slot::new(KokoroAcousticError::NotLoaded)),
         3 => run(&d.tokens, &d.style, 1.0, None),
         4 => run(&d.tokens, &d.style, 1.0, Some(&d.durations)),
         5 => run(&d.long, &d.style, 1.0, None),
@@ -856,26 +856,26 @@ fn front_event<'a>(i: usize, d: &'a FrontData, empty: &'a OnnxModel) -> front::E
         7 => run(&d.tokens, &d.style, 3.0, None),
         8 => run(&d.bad, &d.style, 1.0, None),
         9 => run(&d.tokens, &d.style, 1.0, Some(&d.durations[..3])),
-        10 => front::Event::FrontDone(Slot::empty()),
-        11 => front::Event::FrontError(Slot::new(KokoroFrontError::NotLoaded)),
-        12 => front::Event::FrontError(Slot::empty()),
-        13 => front::Event::LoadError(Slot::empty()),
-        14 => front::Event::Load(front::Load { model: model() }),
-        _ => front::Event::CaptureDiagnostics,
+        10 => acoustic::Event::FrontDone(Slot::empty()),
+        11 => acoustic::Event::FrontError(Slot::new(KokoroAcousticError::NotLoaded)),
+        12 => acoustic::Event::FrontError(Slot::empty()),
+        13 => acoustic::Event::LoadError(Slot::empty()),
+        14 => acoustic::Event::Load(acoustic::Load { model: model() }),
+        _ => acoustic::Event::CaptureDiagnostics,
     }
 }
 
 /// Return a loaded front stage to `ready` from wherever an event left it.
-fn front_to_ready(m: &mut FrontStage) {
+fn acoustic_to_ready(m: &mut AcousticStage) {
     if m.state() == "running" {
-        m.step(&front::Event::FrontError(Slot::empty()));
+        m.step(&acoustic::Event::FrontError(Slot::empty()));
     }
     assert_eq!(m.state(), "ready");
 }
 
 #[test]
-fn kokoro_front_matches_its_table() {
-    front::SPEC.validate().unwrap();
+fn kokoro_acoustic_matches_its_table() {
+    acoustic::SPEC.validate().unwrap();
     let d = front_data();
     let empty = empty_model();
     let mut log = Vec::new();
@@ -883,22 +883,22 @@ fn kokoro_front_matches_its_table() {
     for (state, prefix) in [("unloaded", &[][..]), ("loading", &[0][..])] {
         for i in (0..FRONT_EVENTS).filter(|&i| i != 14) {
             for step_only in [true, false] {
-                let mut m = FrontStage::traced();
+                let mut m = AcousticStage::traced();
                 for &p in prefix {
-                    m.step(&front_event(p, &d, &empty));
+                    m.step(&acoustic_event(p, &d, &empty));
                 }
                 assert_eq!(m.state(), state);
-                let e = front_event(i, &d, &empty);
+                let e = acoustic_event(i, &d, &empty);
                 let reply = if step_only {
                     m.step(&e).reply
                 } else {
                     Some(m.handle(&e))
                 };
                 assert!(!m.dangling(), "event {i} in {state} took no edge");
-                if let Some(front::Reply::Error(e)) = &reply {
+                if let Some(acoustic::Reply::Error(e)) = &reply {
                     assert!(!e.reason().is_empty());
                 }
-                record(&front::SPEC, m.take_trace(), &mut log);
+                record(&acoustic::SPEC, m.take_trace(), &mut log);
             }
         }
     }
@@ -908,27 +908,27 @@ fn kokoro_front_matches_its_table() {
     for (state, prefix) in [("ready", &[][..]), ("running", &[3][..])] {
         for i in 0..FRONT_EVENTS {
             for step_only in [true, false] {
-                front_to_ready(m);
+                acoustic_to_ready(m);
                 for &p in prefix {
-                    m.step(&front_event(p, &d, &empty));
+                    m.step(&acoustic_event(p, &d, &empty));
                 }
                 assert_eq!(m.state(), state);
-                let e = front_event(i, &d, &empty);
+                let e = acoustic_event(i, &d, &empty);
                 let reply = if step_only {
                     m.step(&e).reply
                 } else {
                     Some(m.handle(&e))
                 };
                 assert!(!m.dangling(), "event {i} in {state} took no edge");
-                if let Some(front::Reply::Error(e)) = &reply {
+                if let Some(acoustic::Reply::Error(e)) = &reply {
                     assert!(!e.reason().is_empty());
                 }
-                record(&front::SPEC, m.take_trace(), &mut log);
+                record(&acoustic::SPEC, m.take_trace(), &mut log);
             }
         }
     }
-    front_to_ready(m);
-    assert_all_reached(&front::SPEC, &log);
+    acoustic_to_ready(m);
+    assert_all_reached(&acoustic::SPEC, &log);
 }
 
 struct BackData {
@@ -944,9 +944,9 @@ struct BackData {
 
 const BACK_EVENTS: usize = 18;
 
-fn back_event<'a>(i: usize, d: &'a BackData, empty: &'a OnnxModel) -> back::Event<'a> {
+fn vocoder_event<'a>(i: usize, d: &'a BackData, empty: &'a OnnxModel) -> vocoder::Event<'a> {
     let run = |asr: &'a [f32], f0: &'a [f32], n: &'a [f32], style: &'a [f32]| {
-        back::Event::Run(back::Run {
+        vocoder::Event::Run(vocoder::Run {
             asr,
             f0,
             n,
@@ -956,26 +956,26 @@ fn back_event<'a>(i: usize, d: &'a BackData, empty: &'a OnnxModel) -> back::Even
         })
     };
     let next = |f0: &'a [f32]| {
-        back::Event::NextWindow(back::NextWindow {
+        vocoder::Event::NextWindow(vocoder::NextWindow {
             f0,
             style: &d.style,
             lanes: &d.pool,
         })
     };
     match i {
-        0 => back::Event::Load(back::Load { model: empty }),
-        1 => back::Event::LoadDone,
-        2 => back::Event::LoadError(Slot::new(KokoroBackError::NotLoaded)),
+        0 => vocoder::Event::Load(vocoder::Load { model: empty }),
+        1 => vocoder::Event::LoadDone,
+        2 => vocoder::Event::LoadError(Slot::new(KokoroVocoderError::NotLoaded)),
         3 => run(&d.asr, &d.curve, &d.curve, &d.style),
         4 => run(&d.asr[..7], &d.curve, &d.curve, &d.style),
         5 => run(&d.asr, &d.curve[..1], &d.curve, &d.style),
         6 => run(&d.asr, &d.curve, &d.curve, &d.style[..10]),
-        7 => back::Event::BackDone(0),
-        8 => back::Event::BackError(Slot::new(KokoroBackError::NotLoaded)),
-        9 => back::Event::BackError(Slot::empty()),
-        10 => back::Event::LoadError(Slot::empty()),
-        11 => back::Event::Load(back::Load { model: model() }),
-        12 => back::Event::Run(back::Run {
+        7 => vocoder::Event::BackDone(0),
+        8 => vocoder::Event::BackError(Slot::new(KokoroVocoderError::NotLoaded)),
+        9 => vocoder::Event::BackError(Slot::empty()),
+        10 => vocoder::Event::LoadError(Slot::empty()),
+        11 => vocoder::Event::Load(vocoder::Load { model: model() }),
+        12 => vocoder::Event::Run(vocoder::Run {
             stream: Some(StreamShape::EARLY),
             asr: &d.long_asr,
             f0: &d.long_curve,
@@ -985,15 +985,15 @@ fn back_event<'a>(i: usize, d: &'a BackData, empty: &'a OnnxModel) -> back::Even
         }),
         13 => next(&d.long_curve),
         14 => next(&d.curve),
-        15 => back::Event::WindowDone(0),
-        16 => back::Event::Cancel,
-        _ => back::Event::CaptureDiagnostics,
+        15 => vocoder::Event::WindowDone(0),
+        16 => vocoder::Event::Cancel,
+        _ => vocoder::Event::CaptureDiagnostics,
     }
 }
 
-fn back_to_ready(m: &mut BackStage) {
+fn vocoder_to_ready(m: &mut VocoderStage) {
     match m.state() {
-        "running" => drop(m.step(&back::Event::BackError(Slot::empty()))),
+        "running" => drop(m.step(&vocoder::Event::BackError(Slot::empty()))),
         "streaming" => drop(m.cancel()),
         _ => {}
     }
@@ -1001,8 +1001,8 @@ fn back_to_ready(m: &mut BackStage) {
 }
 
 #[test]
-fn kokoro_back_matches_its_table() {
-    back::SPEC.validate().unwrap();
+fn kokoro_vocoder_matches_its_table() {
+    vocoder::SPEC.validate().unwrap();
     let f = 3;
     let long_frames = 40;
     let d = BackData {
@@ -1018,22 +1018,22 @@ fn kokoro_back_matches_its_table() {
     for (state, prefix) in [("unloaded", &[][..]), ("loading", &[0][..])] {
         for i in (0..BACK_EVENTS).filter(|&i| i != 11) {
             for step_only in [true, false] {
-                let mut m = BackStage::traced();
+                let mut m = VocoderStage::traced();
                 for &p in prefix {
-                    m.step(&back_event(p, &d, &empty));
+                    m.step(&vocoder_event(p, &d, &empty));
                 }
                 assert_eq!(m.state(), state);
-                let e = back_event(i, &d, &empty);
+                let e = vocoder_event(i, &d, &empty);
                 let reply = if step_only {
                     m.step(&e).reply
                 } else {
                     Some(m.handle(&e))
                 };
                 assert!(!m.dangling(), "event {i} in {state} took no edge");
-                if let Some(back::Reply::Error(e)) = &reply {
+                if let Some(vocoder::Reply::Error(e)) = &reply {
                     assert!(!e.reason().is_empty());
                 }
-                record(&back::SPEC, m.take_trace(), &mut log);
+                record(&vocoder::SPEC, m.take_trace(), &mut log);
             }
         }
     }
@@ -1049,9 +1049,9 @@ fn kokoro_back_matches_its_table() {
     for (state, prefix) in prefixes {
         for i in 0..BACK_EVENTS {
             for step_only in [true, false] {
-                back_to_ready(m);
+                vocoder_to_ready(m);
                 for &(p, handle) in prefix {
-                    let e = back_event(p, &d, &empty);
+                    let e = vocoder_event(p, &d, &empty);
                     if handle {
                         m.handle(&e);
                     } else {
@@ -1059,22 +1059,22 @@ fn kokoro_back_matches_its_table() {
                     }
                 }
                 assert_eq!(m.state(), state);
-                let e = back_event(i, &d, &empty);
+                let e = vocoder_event(i, &d, &empty);
                 let reply = if step_only {
                     m.step(&e).reply
                 } else {
                     Some(m.handle(&e))
                 };
                 assert!(!m.dangling(), "event {i} in {state} took no edge");
-                if let Some(back::Reply::Error(e)) = &reply {
+                if let Some(vocoder::Reply::Error(e)) = &reply {
                     assert!(!e.reason().is_empty());
                 }
-                record(&back::SPEC, m.take_trace(), &mut log);
+                record(&vocoder::SPEC, m.take_trace(), &mut log);
             }
         }
     }
-    back_to_ready(m);
-    assert_all_reached(&back::SPEC, &log);
+    vocoder_to_ready(m);
+    assert_all_reached(&vocoder::SPEC, &log);
 }
 
 const TTS_EVENTS: usize = 19;
@@ -1226,21 +1226,21 @@ use proptest::prelude::*;
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     #[test]
-    fn kokoro_frontend_random_sequences_stay_declared(
+    fn kokoro_text_random_sequences_stay_declared(
         seq in proptest::collection::vec((0usize..13, any::<bool>()), 1..16)
     ) {
         let vocab = paths().vocab.clone();
         let long = "a ".repeat(60_000);
-        let mut m = FrontendStage::traced();
+        let mut m = TextStage::traced();
         for (i, step_only) in seq {
-            let e = fe_event(i, &long, &vocab);
+            let e = text_event(i, &long, &vocab);
             let reply = if step_only { m.step(&e).reply } else { Some(m.handle(&e)) };
             prop_assert!(!m.dangling());
-            prop_assert!(frontend::SPEC.leaf_states().any(|s| s == m.state()));
-            if let Some(frontend::Reply::Error(e)) = reply {
+            prop_assert!(text::SPEC.leaf_states().any(|s| s == m.state()));
+            if let Some(text::Reply::Error(e)) = reply {
                 prop_assert!(!e.reason().is_empty());
             }
-            assert_declared(&frontend::SPEC, &m.take_trace());
+            assert_declared(&text::SPEC, &m.take_trace());
         }
     }
 

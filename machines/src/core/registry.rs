@@ -15,9 +15,9 @@ pub fn all_specs() -> Vec<&'static MachineSpec> {
         &crate::speech::mimi_init::SPEC,
         &crate::speech::mimi_session::encode::SPEC,
         &crate::speech::mimi_session::decode::SPEC,
-        &crate::kokoro_frontend::SPEC,
-        &crate::kokoro_front::SPEC,
-        &crate::kokoro_back::SPEC,
-        &crate::kokoro_tts::SPEC,
+        &crate::tts::text::SPEC,
+        &crate::tts::acoustic::SPEC,
+        &crate::tts::vocoder::SPEC,
+        &crate::tts::utterance::SPEC,
     ]
 }
