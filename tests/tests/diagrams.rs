@@ -1,17 +1,20 @@
-//! Generated diagrams: a snapshot per machine (under `snapshots/`), and the
-//! files on disk must equal what the machines produce.
+//! Generated diagrams: a snapshot per machine (under `snapshots/<family>/`),
+//! and the files on disk must equal what the machines produce.
 
 use voxlane_machines::core::diagrams::expected_files;
 use voxlane_machines::core::mermaid::render_mermaid;
-use voxlane_machines::core::registry::all_specs;
+use voxlane_machines::core::registry::{all_specs, FAMILIES};
 
 #[test]
 fn diagram_snapshots() {
-    for spec in all_specs() {
-        spec.validate().unwrap();
-        insta::with_settings!({ snapshot_path => "../../snapshots", prepend_module_to_snapshot => false }, {
-            insta::assert_snapshot!(spec.name, render_mermaid(spec));
-        });
+    for family in FAMILIES {
+        for spec in family.specs {
+            spec.validate().unwrap();
+            let dir = format!("../../snapshots/{}", family.name);
+            insta::with_settings!({ snapshot_path => dir, prepend_module_to_snapshot => false }, {
+                insta::assert_snapshot!(spec.name, render_mermaid(spec));
+            });
+        }
     }
 }
 
