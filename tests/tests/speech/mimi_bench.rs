@@ -1,6 +1,6 @@
 //! Mimi streaming speed, one code frame (80 ms of audio) per step, at the
 //! fixture's shapes and at the official shapes (synthetic weights):
-//! `cargo test --release -p voxlane-tests --test mimi_bench -- --ignored --nocapture`.
+//! `cargo test --release -p voxlane-tests --test speech mimi_bench -- --ignored --nocapture`.
 
 use std::sync::Arc;
 use std::time::Instant;

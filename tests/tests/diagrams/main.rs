@@ -10,7 +10,7 @@ fn diagram_snapshots() {
     for family in FAMILIES {
         for spec in family.specs {
             spec.validate().unwrap();
-            let dir = format!("../../snapshots/{}", family.name);
+            let dir = format!("../../../snapshots/{}", family.name);
             insta::with_settings!({ snapshot_path => dir, prepend_module_to_snapshot => false }, {
                 insta::assert_snapshot!(spec.name, render_mermaid(spec));
             });
