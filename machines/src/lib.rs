@@ -13,7 +13,9 @@
 //!   kernels that specialise it (`kernel_matmul`, `conv1d`, ...);
 //! - [`speech`]: the Mimi codec's machines;
 //! - [`tts`]: the Kokoro machines and the [`tts::Tts`] library;
-//! - [`cli`]: the `voxlane` commands.
+//! - [`cli`]: the `voxlane` commands, one file each;
+//! - `serve` (cargo feature `serve`, on by default): where the HTTP/websocket
+//!   server goes (empty for now).
 
 pub mod cli;
 pub mod core;
@@ -21,3 +23,6 @@ pub mod kernels;
 pub mod pool;
 pub mod speech;
 pub mod tts;
+
+#[cfg(feature = "serve")]
+pub mod serve;
