@@ -2,7 +2,7 @@
 
 use voxlane_actors::tts::kokoro::graph::KokoroError;
 
-/// Why the front stage refused or failed a request.
+/// Why the acoustic stage (`kokoro_acoustic`, the network's front half) refused or failed a request.
 #[derive(Debug, thiserror::Error)]
 pub enum KokoroAcousticError {
     /// Zero tokens, or more than the model's position table holds.

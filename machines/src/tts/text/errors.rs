@@ -2,7 +2,7 @@
 
 use voxlane_actors::tts::frontend::FrontendError;
 
-/// Why the text frontend refused or failed a request.
+/// Why the text stage (`kokoro_text`) refused or failed a request.
 #[derive(Debug, thiserror::Error)]
 pub enum KokoroTextError {
     /// The text is empty or has nothing to say.

@@ -1,4 +1,5 @@
-//! `kokoro_text`: Kokoro's text frontend as a machine.
+//! `kokoro_text`: Kokoro's text stage (text → phonemes → token chunks, over
+//! the data plane's text frontend) as a machine.
 //!
 //! `load { vocab, punctuation }` reads `vocab.json` into a
 //! [`voxlane_actors::tts::frontend::Frontend`] (espeak-ng en-us), kept in the

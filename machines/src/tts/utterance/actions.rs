@@ -162,7 +162,7 @@ fn prepare(m: &mut KokoroTtsMachine, s: &Synthesize<'_>) -> Result<Utterance, Tt
     })
 }
 
-/// Tokenize the text (frontend stage) and select the voice; raise `prepare_done` or `prepare_error`.
+/// Tokenize the text (the `kokoro_text` stage) and select the voice; raise `prepare_done` or `prepare_error`.
 pub fn effect_prepare_utterance(m: &mut KokoroTtsMachine, s: &Synthesize<'_>, sink: &mut Sink) {
     sink.follow_up = Some(match prepare(m, s) {
         Ok(u) => FollowUp::PrepareDone(Box::new(u)),

@@ -7,8 +7,9 @@
 //! by `guard_text_empty`, `guard_speed_out_of_range` or `guard_voice_unknown`,
 //! or prepared (tokenized, voice pack selected) into `synthesizing`, where
 //! the utterance lives as state-local data. Each `next_chunk` runs the chunk
-//! through the front stage (`running_front`), then the back stage
-//! (`running_back`); `chunk_done` emits its audio and is routed by
+//! through the acoustic stage (`kokoro_acoustic`, the network's front half:
+//! `running_front`), then the vocoder stage (`kokoro_vocoder`, the back half:
+//! `running_back`); `chunk_done` emits its audio and is routed by
 //! `guard_more_chunks` back to `synthesizing` or by `guard_last_chunk` to
 //! `ready`. `cancel` drops the rest of the utterance.
 //!

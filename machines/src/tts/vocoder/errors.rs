@@ -2,7 +2,7 @@
 
 use voxlane_actors::tts::kokoro::graph::KokoroError;
 
-/// Why the back stage refused or failed a request.
+/// Why the vocoder stage (`kokoro_vocoder`, the network's back half) refused or failed a request.
 #[derive(Debug, thiserror::Error)]
 pub enum KokoroVocoderError {
     /// `asr` is empty or not whole frames of `channels` values.
