@@ -2,25 +2,27 @@
 //! with typed events, pure named guards, named actions and a declared
 //! transition table (rendered to `diagrams/`). The public API and the
 //! `voxlane` CLI live here, at the top of the stack.
+//!
+//! The machines are grouped by family, one folder each, as the data plane in
+//! `voxlane-actors` is:
+//!
+//! - [`core`]: what every machine shares (tables, trace, the mermaid
+//!   renderer, the registry of every machine, the generated `diagrams/`);
+//! - [`pool`]: `lane_dispatch`, the lane pool's dispatcher;
+//! - [`kernels`]: the shared kernel machine and, one submodule each, the
+//!   kernels that specialise it (`kernel_matmul`, `conv1d`, ...);
+//! - [`speech`]: the Mimi codec's machines;
+//! - [`tts`]: the Kokoro machines and the [`tts::Tts`] library;
+//! - [`cli`]: the `voxlane` commands, one file each;
+//! - `serve` (cargo feature `serve`, on by default): where the HTTP/websocket
+//!   server goes (empty for now).
 
 pub mod cli;
-pub mod conv1d;
-pub mod conv_transpose1d;
 pub mod core;
-pub mod diagrams;
-pub mod kernel_attention;
-pub mod kernel_f32_matvec;
-pub mod kernel_matmul;
 pub mod kernels;
-pub mod kokoro_back;
-pub mod kokoro_front;
-pub mod kokoro_frontend;
-pub mod kokoro_tts;
-pub mod lane_dispatch;
-pub mod lstm;
-pub mod mimi_decode_session;
-pub mod mimi_encode_session;
-pub mod mimi_init;
-pub mod mimi_session;
-pub mod registry;
+pub mod pool;
+pub mod speech;
 pub mod tts;
+
+#[cfg(feature = "serve")]
+pub mod serve;

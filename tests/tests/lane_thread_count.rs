@@ -1,3 +1,4 @@
+// Its own test target, never a module of a family target: it counts the threads of the whole process (`/proc/self/task`), so no other test may run beside it.
 //! At most N OS threads compute under a budget of N, the caller included.
 //! This file holds exactly one test so no other test's threads are counted.
 

@@ -1,3 +1,4 @@
+// Its own test target, never a module of a family target: its `#[global_allocator]` counts allocations for the whole process.
 //! Mimi streaming steps allocate nothing once a session exists (thread
 //! budget 1, so every byte a step touches is allocated on this thread).
 

@@ -1,13 +1,34 @@
-//! `cargo xtask diagrams [--check]`: render every machine's table to mermaid.
+//! `cargo xtask diagrams [--check]`: render every machine's table to mermaid,
+//! one subfolder of `diagrams/` per family.
 
 use std::path::{Path, PathBuf};
-use voxlane_machines::diagrams::expected_files;
+use voxlane_machines::core::diagrams::expected_files;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Write (or with `check`, compare) `diagrams/*`.
+/// Every file under `dir`, as paths relative to it with `/` separators.
+fn files_under(dir: &Path, rel: &str, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let rel = if rel.is_empty() {
+            name
+        } else {
+            format!("{rel}/{name}")
+        };
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            files_under(&entry.path(), &rel, out);
+        } else {
+            out.push(rel);
+        }
+    }
+}
+
+/// Write (or with `check`, compare) `diagrams/**`.
 pub fn run(check: bool) -> Result<(), String> {
     let dir = repo_root().join("diagrams");
     let expected = expected_files();
@@ -18,19 +39,32 @@ pub fn run(check: bool) -> Result<(), String> {
         if on_disk != *text {
             stale.push(name.clone());
             if !check {
-                std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                let parent = path.parent().unwrap_or(&dir);
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("{}: {e}", parent.display()))?;
                 std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
             }
         }
     }
-    // Files no machine produces any more are stale too.
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !expected.iter().any(|(n, _)| *n == name) {
-                stale.push(name.clone());
-                if !check {
-                    std::fs::remove_file(entry.path()).map_err(|e| format!("{name}: {e}"))?;
+    // Files no machine produces any more (in any subfolder) are stale too.
+    let mut on_disk = Vec::new();
+    files_under(&dir, "", &mut on_disk);
+    on_disk.sort();
+    for name in on_disk {
+        if !expected.iter().any(|(n, _)| *n == name) {
+            if !check {
+                std::fs::remove_file(dir.join(&name)).map_err(|e| format!("{name}: {e}"))?;
+            }
+            stale.push(name);
+        }
+    }
+    // Folders left empty (a family that is gone) go too.
+    if !check {
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    // Fails, harmlessly, unless the folder is empty.
+                    let _ = std::fs::remove_dir(entry.path());
                 }
             }
         }

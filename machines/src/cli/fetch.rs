@@ -17,6 +17,17 @@ pub const DEFAULT_MODELS: [Artifact<'static>; 3] = [
     catalog::KOKORO_VOICES_JA,
 ];
 
+/// `voxlane fetch`: fetch [`DEFAULT_MODELS`] into the cache and convert the
+/// model to voxlane weights beside it.
+pub fn run(out: &mut dyn Write) -> Result<(), CliError> {
+    let fetcher = Fetcher::new()?;
+    let paths = fetch_models(&fetcher, out)?;
+    if let Some(onnx) = paths.first() {
+        converted_model(onnx, out)?;
+    }
+    Ok(())
+}
+
 /// Fetch [`DEFAULT_MODELS`] with `fetcher`, reporting each file's path on
 /// `out` and progress on stderr; returns the paths in order.
 pub fn fetch_models(fetcher: &Fetcher, out: &mut dyn Write) -> Result<Vec<PathBuf>, CliError> {

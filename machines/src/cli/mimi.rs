@@ -11,10 +11,10 @@
 //! written atomically, so a failure leaves no file behind.
 
 use super::CliError;
-use crate::mimi_decode_session::DecodeSessionMachine;
-use crate::mimi_encode_session::EncodeSessionMachine;
-use crate::mimi_init::{InitReply, MimiInit, MimiInitError};
-use crate::mimi_session::{MimiSessionError, SessionReply};
+use crate::speech::mimi_init::{InitReply, MimiInit, MimiInitError};
+use crate::speech::mimi_session::decode::DecodeSessionMachine;
+use crate::speech::mimi_session::encode::EncodeSessionMachine;
+use crate::speech::mimi_session::{MimiSessionError, SessionReply};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,7 +1,11 @@
-//! `voxlane` subcommands. Each parses its flags, validates them into typed
-//! errors (never a panic), and drives machines through the public API.
+//! `voxlane` subcommands, one file each (`speak` validates in `speak.rs`
+//! and speaks in `synth.rs`). Each parses its flags, validates them into
+//! typed errors (never a panic), and drives machines through the public API.
 
+pub mod diagram;
 pub mod fetch;
+pub mod info;
+pub mod machines;
 pub mod mimi;
 pub mod progress;
 pub mod speak;
@@ -95,10 +99,10 @@ pub enum CliError {
     },
     /// Setting up the Mimi codec failed (config, tensors, session capacity).
     #[error(transparent)]
-    MimiInit(#[from] crate::mimi_init::MimiInitError),
+    MimiInit(#[from] crate::speech::mimi_init::MimiInitError),
     /// A Mimi session refused or failed a frame.
     #[error(transparent)]
-    MimiSession(#[from] crate::mimi_session::MimiSessionError),
+    MimiSession(#[from] crate::speech::mimi_session::MimiSessionError),
     /// The Mimi codec failed on a batch call.
     #[error(transparent)]
     Mimi(#[from] voxlane_actors::speech::mimi::MimiError),
@@ -149,10 +153,12 @@ enum Command {
 fn check_threads(threads: usize) -> Result<usize, CliError> {
     match threads {
         0 => Err(CliError::Threads("the budget must be at least 1".into())),
-        t if t > crate::lane_dispatch::guards::MAX_THREADS => Err(CliError::Threads(format!(
-            "{t} exceeds the maximum {}",
-            crate::lane_dispatch::guards::MAX_THREADS
-        ))),
+        t if t > crate::pool::lane_dispatch::guards::MAX_THREADS => {
+            Err(CliError::Threads(format!(
+                "{t} exceeds the maximum {}",
+                crate::pool::lane_dispatch::guards::MAX_THREADS
+            )))
+        }
         t => Ok(t),
     }
 }
@@ -170,57 +176,10 @@ pub fn run_with_stdin(cli: Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
             synth::speak(req, &mut std::io::stderr().lock(), out)
         }
         Command::Mimi { command } => mimi::run(command, out),
-        Command::Fetch => {
-            let fetcher = voxlane_runtime::fetch::Fetcher::new()?;
-            let paths = fetch::fetch_models(&fetcher, out)?;
-            if let Some(onnx) = paths.first() {
-                fetch::converted_model(onnx, out)?;
-            }
-            Ok(())
-        }
-        Command::Info { threads, pin } => {
-            let threads = check_threads(threads)?;
-            // Read before pinning: pinning narrows this thread's affinity.
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            // Start the pool through its machine: proves the budget and pinning work here.
-            let mut lanes = crate::lane_dispatch::LaneDispatcher::new();
-            let pinned = match lanes.configure(threads, pin) {
-                crate::lane_dispatch::Reply::ConfigureDone { pinned, .. } => pinned,
-                crate::lane_dispatch::Reply::Error(e) => {
-                    return Err(CliError::Threads(e.to_string()))
-                }
-                other => return Err(CliError::Threads(format!("unexpected reply {other:?}"))),
-            };
-            let f = voxlane_actors::kernels::cpu::features();
-            writeln!(
-                out,
-                "simd level: {:?}",
-                voxlane_actors::kernels::cpu::simd_level()
-            )?;
-            writeln!(out, "features:   {f:?}")?;
-            writeln!(out, "cores:      {cores}")?;
-            writeln!(
-                out,
-                "threads:    {threads} (the caller plus {} lane workers)",
-                threads - 1
-            )?;
-            writeln!(out, "pinned:     {pinned}")?;
-            Ok(())
-        }
-        Command::Machines => {
-            for spec in crate::registry::all_specs() {
-                writeln!(out, "{:<24} {}", spec.name, spec.doc)?;
-            }
-            Ok(())
-        }
-        Command::Diagram { machine } => {
-            let spec = crate::registry::all_specs()
-                .into_iter()
-                .find(|s| s.name == machine)
-                .ok_or(CliError::UnknownMachine(machine))?;
-            write!(out, "{}", crate::core::diagram::render_mermaid(spec))?;
-            Ok(())
-        }
+        Command::Fetch => fetch::run(out),
+        Command::Info { threads, pin } => info::run(threads, pin, out),
+        Command::Machines => machines::run(out),
+        Command::Diagram { machine } => diagram::run(machine, out),
     }
 }
 

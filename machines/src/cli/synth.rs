@@ -7,7 +7,7 @@
 use super::fetch::{converted_model, fetch_models};
 use super::speak::SpeakRequest;
 use super::CliError;
-use crate::kokoro_tts::TtsError;
+use crate::tts::utterance::TtsError;
 use crate::tts::{SynthOptions, Tts, TtsPaths, SAMPLE_RATE};
 use std::io::Write;
 use voxlane_actors::tts::kokoro::graph::KokoroError;

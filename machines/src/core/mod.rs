@@ -1,11 +1,15 @@
 //! What every machine shares: the transition table types, the transition
-//! trace that proves a statig machine obeys its table, and the mermaid
-//! renderer that turns a table into a diagram.
+//! trace that proves a statig machine obeys its table, the mermaid renderer
+//! that turns a table into a diagram (`mermaid`), the registry of every
+//! machine (`registry`) and the generated `diagrams/` folder as data
+//! (`diagrams`).
 
 pub mod book;
-pub mod diagram;
+pub mod diagrams;
 pub mod edges;
 pub mod handle;
+pub mod mermaid;
+pub mod registry;
 pub mod table;
 pub mod trace;
 

@@ -1,5 +1,5 @@
 //! Frontend tests on a stand-in phonemizer (letters are their own phonemes);
-//! the espeak-ng fixture tests live in `tests/tests/tts_frontend.rs`.
+//! the espeak-ng fixture tests live in `tests/tests/tts/tts_frontend.rs`.
 
 use super::*;
 use std::cell::RefCell;

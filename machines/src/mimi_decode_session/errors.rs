@@ -1,3 +1,0 @@
-//! Errors: the shared session rejections (code count, code range, closed, ...).
-
-pub use crate::mimi_session::MimiSessionError as DecodeSessionError;

@@ -1,9 +1,0 @@
-//! Payloads of `mimi_decode_session`'s events.
-
-use super::machine::DecodeContract;
-
-/// `push_codes`: `[K, frames]` codes (codebook-major), and the lane share.
-pub type PushCodes<'a> = crate::mimi_session::Push<'a, DecodeContract>;
-
-/// Every event the decode session takes.
-pub type DecodeEvent<'a> = crate::mimi_session::SessionEvent<'a, DecodeContract>;

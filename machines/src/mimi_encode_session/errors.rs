@@ -1,3 +1,0 @@
-//! Errors: the shared session rejections (frame size, closed, ...).
-
-pub use crate::mimi_session::MimiSessionError as EncodeSessionError;

@@ -1,0 +1,7 @@
+//! The `voxlane` CLI (`machines/src/cli/`), driven in-process: flag
+//! validation and the small commands, `voxlane mimi`, and `voxlane speak`
+//! end to end on the real model.
+
+mod commands;
+mod mimi;
+mod speak_e2e;
