@@ -154,7 +154,11 @@ pub fn run(cmd: MimiCommand, out: &mut dyn Write) -> Result<(), CliError> {
     // Inputs are read and checked before the model loads.
     let input = match mode {
         Mode::Encode | Mode::Roundtrip => Input::Audio(read_audio(&args.input, &cfg)?),
-        Mode::Decode => Input::Codes(read_codes(&args.input, &cfg)?),
+        Mode::Decode => Input::Codes(read_codes(
+            &args.input,
+            cfg.num_codebooks,
+            cfg.quantizer.bins,
+        )?),
     };
     let pool = LanePool::new(threads).map_err(|e| CliError::Threads(e.to_string()))?;
     let mut init = MimiInit::new();
@@ -270,8 +274,8 @@ pub fn read_audio(path: &Path, cfg: &MimiConfig) -> Result<Vec<f32>, CliError> {
     }
 }
 
-/// Read `[1, K, frames]` (or `[K, frames]`) integer codes, checked against the config.
-pub fn read_codes(path: &Path, cfg: &MimiConfig) -> Result<Codes, CliError> {
+/// Read `[1, K, frames]` (or `[K, frames]`) integer codes: `k` codebooks of `bins` entries.
+pub fn read_codes(path: &Path, k_want: usize, bins: usize) -> Result<Codes, CliError> {
     if format_of(path) != Some(Format::Npy) {
         return Err(input_error(path, "codes must be a .npy file"));
     }
@@ -295,16 +299,15 @@ pub fn read_codes(path: &Path, cfg: &MimiConfig) -> Result<Codes, CliError> {
             ))
         }
     };
-    if k != cfg.num_codebooks {
+    if k != k_want {
         return Err(input_error(
             path,
             format!(
-                "{k} codebooks, the model uses {} (shape {:?})",
-                cfg.num_codebooks, a.shape
+                "{k} codebooks, the model uses {k_want} (shape {:?})",
+                a.shape
             ),
         ));
     }
-    let bins = cfg.quantizer.bins;
     let mut data = Vec::with_capacity(values.len());
     for (i, &c) in values.iter().enumerate() {
         match u32::try_from(c) {

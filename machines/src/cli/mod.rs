@@ -7,6 +7,7 @@ pub mod fetch;
 pub mod info;
 pub mod machines;
 pub mod mimi;
+pub mod moshi;
 pub mod progress;
 pub mod speak;
 pub mod synth;
@@ -103,6 +104,9 @@ pub enum CliError {
     /// A Mimi session refused or failed a frame.
     #[error(transparent)]
     MimiSession(#[from] crate::speech::mimi_session::MimiSessionError),
+    /// The Moshi executor refused or failed (config, weights, sampling, codes).
+    #[error(transparent)]
+    Moshi(crate::speech::moshi_executor::MoshiExecutorError),
     /// The Mimi codec failed on a batch call.
     #[error(transparent)]
     Mimi(#[from] voxlane_actors::speech::mimi::MimiError),
@@ -131,6 +135,12 @@ enum Command {
         /// What to do.
         #[command(subcommand)]
         command: mimi::MimiCommand,
+    },
+    /// The Moshi speech-text LM: tokens from the other speaker's codes, or a chat from a WAV.
+    Moshi {
+        /// What to do.
+        #[command(subcommand)]
+        command: Box<moshi::MoshiCommand>,
     },
     /// Show the CPU features and SIMD route kernels will use.
     Info {
@@ -176,6 +186,7 @@ pub fn run_with_stdin(cli: Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
             synth::speak(req, &mut std::io::stderr().lock(), out)
         }
         Command::Mimi { command } => mimi::run(command, out),
+        Command::Moshi { command } => moshi::run(*command, out),
         Command::Fetch => fetch::run(out),
         Command::Info { threads, pin } => info::run(threads, pin, out),
         Command::Machines => machines::run(out),

@@ -37,11 +37,13 @@ pub const FAMILIES: &[Family] = &[
     },
     Family {
         name: "speech",
-        doc: "The Mimi codec: setup and streaming encode/decode sessions.",
+        doc: "The Mimi codec (setup, streaming encode/decode sessions) and the Moshi LM (executor, sampler).",
         specs: &[
             &crate::speech::mimi_init::SPEC,
             &crate::speech::mimi_session::encode::SPEC,
             &crate::speech::mimi_session::decode::SPEC,
+            &crate::speech::moshi_executor::SPEC,
+            &crate::speech::logits_sampler::SPEC,
         ],
     },
     Family {

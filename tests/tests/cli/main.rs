@@ -1,7 +1,8 @@
 //! The `voxlane` CLI (`machines/src/cli/`), driven in-process: flag
-//! validation and the small commands, `voxlane mimi`, and `voxlane speak`
+//! validation and the small commands, `voxlane mimi`, `voxlane moshi`, and `voxlane speak`
 //! end to end on the real model.
 
 mod commands;
 mod mimi;
+mod moshi;
 mod speak_e2e;

@@ -1,6 +1,7 @@
 // Its own test target, never a module of a family target: its `#[global_allocator]` counts allocations for the whole process.
-//! Mimi streaming steps allocate nothing once a session exists (thread
-//! budget 1, so every byte a step touches is allocated on this thread).
+//! Mimi streaming steps and Moshi executor frames allocate nothing once a
+//! session exists (thread budget 1, so every byte a step touches is
+//! allocated on this thread).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -80,4 +81,52 @@ fn steady_state_allocations(model: Arc<MimiModel>, options: MimiOptions) {
         n, 0,
         "{n} allocations in 3 steady-state frames ({options:?})"
     );
+}
+
+#[test]
+fn moshi_frames_do_not_allocate() {
+    use voxlane_actors::speech::moshi::{LmWeights, MoshiConfig, StreamSampling};
+    use voxlane_machines::speech::moshi_executor::{
+        BindSession, Initialize, MoshiExecutor, Step, WeightsSource,
+    };
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/moshi-tiny");
+    let cfg = MoshiConfig::from_file(&dir.join("config.json")).unwrap();
+    // Greedy and sampled, as stored and q8_0 (its activation scratch is sized at bind).
+    for (route, sampling) in [
+        (LmWeights::AsStored, StreamSampling::GREEDY),
+        (LmWeights::Q8_0, StreamSampling::default()),
+    ] {
+        let mut ex = MoshiExecutor::new();
+        ex.initialize(Initialize {
+            config: cfg.clone(),
+            weights: WeightsSource::File(dir.join("model.safetensors")),
+            route,
+            pool: std::sync::Arc::new(LanePool::new(1).unwrap()),
+            cache_dir: None,
+        })
+        .unwrap();
+        ex.bind_session(BindSession {
+            sampling,
+            seed: 3,
+            capacity_bytes: None,
+        })
+        .unwrap();
+        let mut frames = 0;
+        for i in 0..6u32 {
+            let codes: Vec<u32> = (0..8).map(|c| (i * 31 + c * 7) % 256).collect();
+            let forced: Vec<u32> = (0..8).map(|c| (i + c) % 256).collect();
+            let step = Step {
+                other_codes: &codes,
+                forced_text: (i == 4).then_some(3),
+                forced_audio: (i == 5).then_some(&forced[..]),
+            };
+            COUNTING.with(|c| c.set(i > 1));
+            frames += usize::from(ex.frame(step).unwrap().is_some());
+            COUNTING.with(|c| c.set(false));
+        }
+        assert_eq!(frames, 5);
+        let n = ALLOCS.with(|a| a.replace(0));
+        assert_eq!(n, 0, "{n} allocations in 4 steady-state frames ({route:?})");
+    }
 }
