@@ -7,7 +7,8 @@
 //! tensors, checked loading converted tensor by tensor, random weights for
 //! benchmarks), [`embedding`], [`transformer`] (the temporal and depth
 //! stacks), [`model`] (`MoshiLm`: `forward_text`, `depformer_step`),
-//! [`lmgen`] (the delay ring of `LMGen`) and [`session`] (all of it with a
+//! [`lmgen`] (the delay ring of `LMGen`), [`persona`] (PersonaPlex's
+//! `LMGen`: provided tokens, one call late) and [`session`] (all of it with a
 //! sampler per stream: one call per frame).
 
 pub mod config;
@@ -15,6 +16,7 @@ pub mod embedding;
 pub mod error;
 pub mod lmgen;
 pub mod model;
+pub mod persona;
 pub mod session;
 pub mod transformer;
 pub mod weights;
@@ -23,7 +25,11 @@ pub use config::MoshiConfig;
 pub use error::MoshiError;
 pub use lmgen::LmGen;
 pub use model::{CacheUse, LmState, LmWeights, MoshiLm};
+pub use persona::{PersonaGen, PersonaSession};
 pub use session::{MoshiSession, StreamSampling};
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod persona_tests;

@@ -473,6 +473,41 @@ impl MoshiLm {
             self.text_emb
                 .apply_row(frame[0], row, self.emb.is_empty())?;
         }
+        self.temporal_rows(pool, st, t, logits)?;
+        Ok(())
+    }
+
+    /// Temporal step on one precomputed input embedding (`[dim]`, what
+    /// the token embeddings would sum to): a saved voice prompt's replay.
+    pub fn forward_embedding(
+        &self,
+        pool: &impl Fork,
+        st: &mut LmState,
+        embedding: &[f32],
+    ) -> Result<(), MoshiError> {
+        self.check_state(st)?;
+        let d = self.cfg.dim;
+        if embedding.len() != d {
+            return Err(MoshiError::Input(format!(
+                "an embedding of {} values, the model is {d} wide",
+                embedding.len()
+            )));
+        }
+        st.x[..d].copy_from_slice(embedding);
+        self.temporal_rows(pool, st, 1, true)
+    }
+
+    /// The temporal stack, `out_norm` and (with `logits`) the text head on
+    /// the `t` input rows already in `st.x`.
+    fn temporal_rows(
+        &self,
+        pool: &impl Fork,
+        st: &mut LmState,
+        t: usize,
+        logits: bool,
+    ) -> Result<(), MoshiError> {
+        let d = self.cfg.dim;
+        let x = &mut st.x[..t * d];
         self.temporal.step(pool, &mut st.temporal, x, t, 0)?;
         rms_norm(simd_level(), x, d, Some(&self.out_norm), self.cfg.norm_eps)?;
         st.frames += t;
