@@ -7,6 +7,7 @@ pub mod config_json;
 pub mod mimi;
 pub mod moshi;
 pub mod sampler;
+pub mod voice;
 
 /// A fresh id tying a state to the component that sized its buffers.
 pub(crate) fn next_id() -> u64 {

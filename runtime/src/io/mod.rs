@@ -4,6 +4,8 @@
 
 pub mod atomic;
 pub mod npy;
+pub mod pickle;
+pub mod torch_pt;
 pub mod wav;
 
 pub use atomic::write_atomic;
