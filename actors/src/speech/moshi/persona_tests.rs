@@ -59,12 +59,11 @@ fn system_prompts(s: &mut PersonaSession, pool: &LanePool, cfg: &serde_json::Val
     }
 }
 
-/// The conversation's output frames, and per call the top-two margin and
-/// tokens of every stream's greedy pick.
-fn conversation(
-    s: &mut PersonaSession,
-    pool: &LanePool,
-) -> (Vec<Vec<i64>>, Vec<Vec<(f32, u32, u32)>>) {
+/// Per call, every stream's greedy pick: top-two logit margin and tokens.
+type Margins = Vec<Vec<(f32, u32, u32)>>;
+
+/// The conversation's output frames and [`Margins`].
+fn conversation(s: &mut PersonaSession, pool: &LanePool) -> (Vec<Vec<i64>>, Margins) {
     let (mut out, mut margins) = (Vec::new(), Vec::new());
     for u in frames("user_codes.npy") {
         if let Some(f) = s.step(pool, Some(&u), None, None).unwrap() {
