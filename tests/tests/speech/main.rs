@@ -2,7 +2,7 @@
 //! obey their tables and reproduce PyTorch `moshi` bit for bit (codec) or
 //! token for token (LM), the bind contract predicts
 //! routes and workspaces, and the codec matches PyTorch on the `mimi-tiny`
-//! fixture. Also the streaming benchmark (ignored; run it alone:
+//! fixture, and PersonaPlex's audio side equals NVIDIA's reference. Also the streaming benchmark (ignored; run it alone:
 //! `cargo test --release -p voxlane-tests --test speech mimi_bench -- --ignored --nocapture`).
 //!
 //! The no-allocation test is its own target (`speech_alloc.rs`): it installs
@@ -13,3 +13,4 @@ mod machine_moshi;
 mod mimi_bench;
 mod mimi_contract;
 mod mimi_parity;
+mod personaplex;
