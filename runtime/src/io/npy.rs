@@ -107,10 +107,12 @@ pub fn parse_npy(bytes: &[u8], path: &Path) -> Result<NpyArray, NpyError> {
     }
     let shape_text =
         header_value(header, "shape").ok_or_else(|| bad("header has no shape".into()))?;
-    let close = shape_text
-        .find(')')
+    // `(d0, d1, ...)`: anything else (e.g. `)(`) is malformed, not a slice panic.
+    let inner = shape_text
+        .strip_prefix('(')
+        .and_then(|t| t.find(')').map(|close| &t[..close]))
         .ok_or_else(|| bad("malformed shape".into()))?;
-    let shape: Vec<usize> = shape_text[1..close]
+    let shape: Vec<usize> = inner
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -119,15 +121,20 @@ pub fn parse_npy(bytes: &[u8], path: &Path) -> Result<NpyArray, NpyError> {
                 .map_err(|_| bad(format!("bad shape entry `{s}`")))
         })
         .collect::<Result<_, _>>()?;
-    let n: usize = shape.iter().product();
+    let n = shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| bad(format!("shape {shape:?} overflows")))?;
     let body = &bytes[start + hlen..];
     let take = |size: usize| -> Result<&[u8], NpyError> {
-        body.get(..n * size).ok_or_else(|| {
-            bad(format!(
-                "truncated: {} data bytes for {n} elements of {size}",
-                body.len()
-            ))
-        })
+        n.checked_mul(size)
+            .and_then(|len| body.get(..len))
+            .ok_or_else(|| {
+                bad(format!(
+                    "truncated: {} data bytes for {n} elements of {size}",
+                    body.len()
+                ))
+            })
     };
     let data = match descr {
         "<f4" => NpyData::F32(
@@ -213,6 +220,48 @@ pub fn write_npy(path: impl AsRef<Path>, a: &NpyArray) -> Result<(), NpyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A v1 `.npy` with `header` (padded as numpy pads it) and `body`.
+    fn with_header(header: &str, body: &[u8]) -> Vec<u8> {
+        let mut h = header.to_string();
+        while (10 + h.len() + 1) % 64 != 0 {
+            h.push(' ');
+        }
+        h.push('\n');
+        let mut v = b"\x93NUMPY\x01\x00".to_vec();
+        v.extend_from_slice(&(h.len() as u16).to_le_bytes());
+        v.extend_from_slice(h.as_bytes());
+        v.extend_from_slice(body);
+        v
+    }
+
+    #[test]
+    fn crafted_shapes_are_typed_errors() {
+        // Found by coverage-guided fuzzing: a shape value starting with `)` sliced `[1..0]`.
+        for shape in [
+            ")(52, 3)",
+            ")",
+            "(",
+            "52, 3)",
+            "(18446744073709551615, 2)",
+            "(4294967296, 4294967296)",
+        ] {
+            let bytes = with_header(
+                &format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}"),
+                &[0; 16],
+            );
+            let r = parse_npy(&bytes, Path::new("crafted.npy"));
+            assert!(r.is_err(), "shape {shape}: {r:?}");
+        }
+        let ok = with_header(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }",
+            &[0; 16],
+        );
+        assert_eq!(
+            parse_npy(&ok, Path::new("ok.npy")).unwrap().shape,
+            vec![2, 2]
+        );
+    }
 
     #[test]
     fn round_trips_each_dtype() {
