@@ -224,7 +224,7 @@ mod tests {
     /// A v1 `.npy` with `header` (padded as numpy pads it) and `body`.
     fn with_header(header: &str, body: &[u8]) -> Vec<u8> {
         let mut h = header.to_string();
-        while (10 + h.len() + 1) % 64 != 0 {
+        while !(10 + h.len() + 1).is_multiple_of(64) {
             h.push(' ');
         }
         h.push('\n');
