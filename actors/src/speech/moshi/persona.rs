@@ -250,6 +250,10 @@ impl PersonaGen {
     }
 }
 
+/// Frames a prefill runs through the temporal transformer at once (the
+/// matmuls' grouped-row path gives every row its single-row bits up to 16).
+pub const PREFILL_CHUNK: usize = 16;
+
 /// A PersonaPlex session: the model state, the ring and a sampler per
 /// stream (draws in call order from one seeded generator, as
 /// [`super::MoshiSession`]).
@@ -282,7 +286,7 @@ impl PersonaSession {
         sampling.audio.validate(c.card)?;
         let gen = PersonaGen::new(&c)?;
         Ok(Self {
-            state: lm.state(1)?,
+            state: lm.state(PREFILL_CHUNK)?,
             gen,
             sampling,
             text_sampler: crate::speech::sampler::Sampler::new(c.text_card),
@@ -306,6 +310,41 @@ impl PersonaSession {
     /// The delay ring, to restore a saved cache.
     pub fn gen_mut(&mut self) -> &mut PersonaGen {
         &mut self.gen
+    }
+
+    /// Calls of a prompt whose every token is provided (the voice prompt's
+    /// codes, silence, the text prompt): their inputs are all known, so the
+    /// temporal transformer takes them [`PREFILL_CHUNK`] frames at a time
+    /// and the depformer, whose tokens the prompt would overwrite, is
+    /// skipped. The same KV rings and ring of tokens as stepping each call,
+    /// bit for bit. Each item is one call's `(user, agent, text)`.
+    pub fn prefill(
+        &mut self,
+        pool: &impl voxlane_runtime::Fork,
+        calls: &[(Vec<u32>, Vec<u32>, u32)],
+    ) -> Result<(), MoshiError> {
+        let k = self.gen.streams();
+        let audio = vec![0; self.audio.len()];
+        let mut rows: Vec<u32> = Vec::with_capacity(PREFILL_CHUNK * k);
+        for (i, (user, agent, text)) in calls.iter().enumerate() {
+            if let Some(p) = self.gen.prepare(Some(user), Some(agent), Some(*text))? {
+                if let Some(s) = p.provided.iter().position(|&v| !v) {
+                    return Err(MoshiError::Input(format!(
+                        "prefill call {i}: stream {s} is not provided, so its token would be sampled"
+                    )));
+                }
+                rows.extend_from_slice(p.input);
+                // Every target is provided: nothing sampled is stored.
+                self.gen.commit(0, &audio)?;
+            }
+            if rows.len() == PREFILL_CHUNK * k || (i + 1 == calls.len() && !rows.is_empty()) {
+                let t = rows.len() / k;
+                self.lm
+                    .forward_text(pool, &mut self.state, &rows, t, false)?;
+                rows.clear();
+            }
+        }
+        Ok(())
     }
 
     /// One call with the given provided tokens; `Some` frame once the delays are filled.

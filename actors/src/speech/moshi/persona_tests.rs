@@ -159,3 +159,48 @@ fn saved_voice_prompt_embeddings_give_the_reference_tokens() {
     system_prompts(&mut from_codes, &pool, &cfg);
     assert_eq!(conversation(&mut from_codes, &pool).0, got);
 }
+
+#[test]
+fn batched_prefill_equals_stepping_the_prompts() {
+    let cfg = config_json();
+    let pool = LanePool::new(2).unwrap();
+    let (sine, silence) = (ids(&cfg, "sine_tokens"), ids(&cfg, "silence_tokens"));
+    let n = cfg["silence_frames"].as_u64().unwrap() as usize;
+    let mut calls: Vec<(Vec<u32>, Vec<u32>, u32)> = frames("voice_prompt_codes.npy")
+        .into_iter()
+        .map(|a| (sine.clone(), a, 3))
+        .collect();
+    calls.extend(std::iter::repeat_n((sine.clone(), silence.clone(), 3), n));
+    calls.extend(
+        ids(&cfg, "text_prompt_ids")
+            .into_iter()
+            .map(|t| (sine.clone(), silence.clone(), t)),
+    );
+    calls.extend(std::iter::repeat_n((sine.clone(), silence.clone(), 3), n));
+    let mut stepped = PersonaSession::new(model(), StreamSampling::GREEDY, 0).unwrap();
+    for (u, a, t) in &calls {
+        stepped.step(&pool, Some(u), Some(a), Some(*t)).unwrap();
+    }
+    let mut batched = PersonaSession::new(model(), StreamSampling::GREEDY, 0).unwrap();
+    batched.prefill(&pool, &calls).unwrap();
+    assert_eq!(batched.gen().offset(), stepped.gen().offset());
+    assert_eq!(batched.gen().cache(), stepped.gen().cache());
+    // The conversation after either prompt: the same tokens and the same logits, bit for bit.
+    let (a, ma) = conversation(&mut stepped, &pool);
+    let (b, mb) = conversation(&mut batched, &pool);
+    assert_eq!(a, b);
+    let bits = |m: &Margins| {
+        m.iter()
+            .flatten()
+            .map(|x| x.0.to_bits())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(bits(&ma), bits(&mb));
+    // After a conversation call the agent's delayed codebooks were sampled,
+    // not provided: a prefill there is refused, not silently wrong.
+    let mut s = PersonaSession::new(model(), StreamSampling::GREEDY, 0).unwrap();
+    s.prefill(&pool, &calls[..3]).unwrap();
+    s.step(&pool, Some(&sine), None, None).unwrap();
+    let e = s.prefill(&pool, &calls[3..4]).unwrap_err();
+    assert!(e.to_string().contains("not provided"), "{e}");
+}

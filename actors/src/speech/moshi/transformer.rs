@@ -191,20 +191,18 @@ impl Stack {
             .sum()
     }
 
-    /// A fresh state for steps of up to `max_t` positions.
+    /// A fresh state for steps of up to `max_t` positions. Each position
+    /// attends to the `context` positions up to itself (`Window::Full`), so
+    /// a step of `t` positions (a prompt's prefill) computes what `t`
+    /// single steps would — the LM is only ever stepped one frame at a time
+    /// by moshi, and a ring of `context + max_t − 1` slots keeps every key a
+    /// query of the step needs.
     pub fn state(&self, max_t: usize) -> Result<StackState, MoshiError> {
         let s = &self.shape;
         let d = s.dim;
         let caches = (0..s.layers)
             .map(|_| {
-                RingAttention::new(
-                    s.heads,
-                    d / s.heads,
-                    s.context,
-                    s.rope,
-                    max_t,
-                    Window::MoshiRing,
-                )
+                RingAttention::new(s.heads, d / s.heads, s.context, s.rope, max_t, Window::Full)
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut ws = MatmulWorkspace::new(max_t, d.max(s.hidden));
