@@ -12,7 +12,7 @@ use crate::speech::logits_sampler::{Configure, LogitsSampler, SamplerMachineErro
 use crate::tts::Slot;
 use std::sync::Arc;
 use voxlane_actors::speech::moshi::{CacheUse, LmGen, MoshiError, MoshiLm};
-use voxlane_runtime::{Fork, LanePool};
+use voxlane_runtime::Fork;
 
 fn reject(m: &mut ExecutorMachine, sink: &mut Sink, err: MoshiExecutorError) {
     m.book.reject(err.reason());
@@ -270,7 +270,7 @@ fn on_route<R>(
 }
 
 /// The two fork kinds behind one object-safe face (the model's calls are generic).
-pub trait RouteFork {
+trait RouteFork {
     /// The temporal step on these lanes.
     fn forward_text(&self, lm: &MoshiLm, s: &mut ExecSession) -> Result<(), MoshiError>;
     /// Depformer step `k` on these lanes.
@@ -504,9 +504,4 @@ pub fn effect_capture_diagnostics(m: &mut ExecutorMachine, sink: &mut Sink) {
 pub fn effect_reject_unexpected(m: &mut ExecutorMachine, event: &'static str, sink: &mut Sink) {
     let state = m.book.state();
     reject(m, sink, MoshiExecutorError::Unexpected { event, state });
-}
-
-/// The pool a handle shares with its executor (for callers that run Mimi beside it).
-pub fn pool_of(m: &ExecutorMachine) -> Option<Arc<LanePool>> {
-    m.pool.clone()
 }
