@@ -58,15 +58,17 @@ pub(super) struct Act16Weights {
 pub(super) struct Act16Scratch {
     q: Vec<i16>,
     d: Vec<f32>,
-    /// `−8·Σ qx` per row and block (the q4_0 route's offset; sized only for it).
+    /// `−8·Σ qx` per row and block (the q4_0 route's offset).
     offsets: Vec<i32>,
 }
 
 impl Act16Scratch {
-    /// Room for `max_m` rows of `k` values.
+    /// Room for `max_m` rows of `k` values (and their block offsets, so
+    /// either format runs on it without allocating).
     pub(super) fn new(max_m: usize, k: usize) -> Self {
         let mut s = Self::default();
         s.reserve(max_m, k);
+        s.reserve_offsets(max_m, k);
         s
     }
 

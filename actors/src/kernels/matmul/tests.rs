@@ -211,7 +211,9 @@ proptest! {
         let k = blocks * Q8_0_BLOCK;
         let (w, _) = float_weights(WeightFormat::Q4_0Act16, seed, n, k);
         let a = rnd_vec(seed ^ 0x99, m * k);
+        // Sized at creation: the calls below grow nothing.
         let mut ws = MatmulWorkspace::new(m, k);
+        let words = ws.words();
         let mut first: Option<Vec<f32>> = None;
         for threads in 1..=3 {
             let mut out = vec![f32::NAN; m * n];
@@ -221,6 +223,7 @@ proptest! {
                 Some(f) => prop_assert_eq!(bits(f), bits(&out), "m={} n={} t={}", m, n, threads),
             }
         }
+        prop_assert_eq!(ws.words(), words);
     }
 
     #[test]
