@@ -62,8 +62,9 @@ fn matvec_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
             target: 0.6,
         });
         drop(wts);
-        // Moshi's linears as matvecs (token decode), bf16 and q8_0.
-        for (n, k) in [(4096usize, 4096usize), (11264, 4096)] {
+        // Moshi's linears as matvecs (token decode): bf16, q8_0 and q4_0,
+        // each with f32 activations and with i16 block-quantized ones.
+        for (n, k) in [(4096usize, 4096usize), (11264, 4096), (4096, 11264)] {
             let src = data(n * k, 3);
             let bf: Vec<bf16> = src.iter().map(|v| bf16::from_f32(*v)).collect();
             let formats = [
@@ -75,6 +76,14 @@ fn matvec_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
                 (
                     "q8_0 × i16",
                     Weights::q8_0_act16_from_f32(&src, n, k).map_err(|e| e.to_string())?,
+                ),
+                (
+                    "q4_0",
+                    Weights::q4_0_from_f32(&src, n, k).map_err(|e| e.to_string())?,
+                ),
+                (
+                    "q4_0 × i16",
+                    Weights::q4_0_act16_from_f32(&src, n, k).map_err(|e| e.to_string())?,
                 ),
             ];
             drop((src, bf));

@@ -1,8 +1,10 @@
 //! `C[M,N] = A[M,K] · W[N,K]ᵀ (+ bias)`: f32 activations against weights
 //! prepared (converted, packed) once at bind time in one of several formats.
 //!
-//! * [`Weights`] holds one prepared weight: f32, f16, bf16, GGML `q8_0`, or
-//!   onnxruntime-style int8/uint8 with per-output-channel scale and zero point.
+//! * [`Weights`] holds one prepared weight: f32, f16, bf16, GGML `q8_0` or
+//!   `q4_0` (f32 activations, or activations rounded per block to i16 for
+//!   integer block sums), or onnxruntime-style int8/uint8 with
+//!   per-output-channel scale and zero point.
 //! * [`matmul`] / [`matmul_with`] run it; M = 1 takes the matvec path, small M
 //!   runs the matvec rows once per activation row, larger M takes a tiled GEMM.
 //! * Lanes split N into fixed chunks ([`CHUNK_N`]), never into per-thread
@@ -15,13 +17,16 @@
 //!   [`read_weights`] (`store.rs`), the same bits without converting again.
 //!
 //! Bench shapes (the xtask bench calls these directly): prepare once with
-//! e.g. [`Weights::bf16`] or [`Weights::q8_0_from_ggml`] for 4096×4096 and
-//! 4096×11264, keep a [`MatmulWorkspace`] per call site, and call
+//! e.g. [`Weights::bf16`], [`Weights::q8_0_act16_from_ggml`] or
+//! [`Weights::q4_0_act16_from_ggml`] for 4096×4096, 11264×4096 and
+//! 4096×11264, keep a [`MatmulWorkspace`] per call site (sized with
+//! [`MatmulWorkspace::reserve`] for the weights it serves), and call
 //! [`matmul_ws`]; [`Weights::bytes`] gives the packed size for GB/s figures.
 
 mod dense_f32;
 mod half;
 mod int8;
+mod q4_0_act16;
 mod q8_0;
 mod q8_0_act16;
 pub mod reference;
@@ -67,6 +72,9 @@ pub enum WeightFormat {
     /// GGML q8_0 weights against activations quantized per block of 32 to
     /// i16 (integer block sums; AVX512-VNNI `vpdpwssd` where the CPU has it).
     Q8_0Act16,
+    /// GGML q4_0 weights against the same i16 block-quantized activations
+    /// as [`WeightFormat::Q8_0Act16`] (integer block sums, 18 bytes per block).
+    Q4_0Act16,
     /// Integer weights with per-output-channel scale and zero point (onnxruntime dynamic quantization).
     Int8,
 }
@@ -86,6 +94,7 @@ enum Packed {
     Half(self::half::HalfWeights),
     Q8_0(self::q8_0::Q8Weights),
     Q8Act16(self::q8_0_act16::Act16Weights),
+    Q4Act16(self::q4_0_act16::Q4Act16Weights),
     Int8(self::int8::Int8Weights),
 }
 
@@ -182,6 +191,25 @@ impl Weights {
         Self::q8_0_act16_from_ggml(&bytes, n, k)
     }
 
+    /// Prepare GGML `q4_0` bytes for the i16-activation route ([`WeightFormat::Q4_0Act16`]).
+    pub fn q4_0_act16_from_ggml(bytes: &[u8], n: usize, k: usize) -> Result<Self, KernelError> {
+        check_dims(n, k)?;
+        let packed = self::q4_0_act16::Q4Act16Weights::from_ggml(bytes, n, k)?;
+        Ok(Self {
+            n,
+            k,
+            packed: Packed::Q4Act16(packed),
+        })
+    }
+
+    /// Quantize f32 `w[N,K]` to `q4_0` (GGML's reference quantizer) for the i16-activation route.
+    pub fn q4_0_act16_from_f32(w: &[f32], n: usize, k: usize) -> Result<Self, KernelError> {
+        check_dims(n, k)?;
+        check_len("q4_0 source weights", n * k, w.len())?;
+        let bytes = quantize_q4_0(w, k)?;
+        Self::q4_0_act16_from_ggml(&bytes, n, k)
+    }
+
     /// Quantize f32 `w[N,K]` to `q4_0` as GGML's reference quantizer does, then prepare it.
     pub fn q4_0_from_f32(w: &[f32], n: usize, k: usize) -> Result<Self, KernelError> {
         check_dims(n, k)?;
@@ -239,6 +267,7 @@ impl Weights {
             Packed::Q8_0(q) if q.q4 => WeightFormat::Q4_0,
             Packed::Q8_0(_) => WeightFormat::Q8_0,
             Packed::Q8Act16(_) => WeightFormat::Q8_0Act16,
+            Packed::Q4Act16(_) => WeightFormat::Q4_0Act16,
             Packed::Int8(_) => WeightFormat::Int8,
         }
     }
@@ -250,6 +279,7 @@ impl Weights {
             Packed::Half(h) => h.bits.len() * 2,
             Packed::Q8_0(q) => q.quants.len() + q.scales.len() * 4,
             Packed::Q8Act16(q) => q.bytes(),
+            Packed::Q4Act16(q) => q.bytes(),
             Packed::Int8(w) => w.quants.len() + w.row_sums.len() * 4,
         }
     }
@@ -265,8 +295,8 @@ pub fn transpose<T: Copy>(src: &[T], rows: usize, cols: usize) -> Result<Vec<T>,
     Ok(out)
 }
 
-/// Scratch for [`matmul_ws`]: quantized activations for int8 and
-/// [`WeightFormat::Q8_0Act16`] weights.
+/// Scratch for [`matmul_ws`]: quantized activations for int8,
+/// [`WeightFormat::Q8_0Act16`] and [`WeightFormat::Q4_0Act16`] weights.
 ///
 /// Create it once per call site with the largest `M·K` it will see, so the
 /// per-frame path never allocates.
@@ -287,8 +317,13 @@ impl MatmulWorkspace {
 
     /// Grow so `weights` runs on up to `max_m` rows without allocating.
     pub fn reserve(&mut self, weights: &Weights, max_m: usize) {
-        if let Packed::Q8Act16(_) = weights.packed {
-            self.act16.reserve(max_m, weights.k);
+        match weights.packed {
+            Packed::Q8Act16(_) => self.act16.reserve(max_m, weights.k),
+            Packed::Q4Act16(_) => {
+                self.act16.reserve(max_m, weights.k);
+                self.act16.reserve_offsets(max_m, weights.k);
+            }
+            _ => {}
         }
     }
 
@@ -409,6 +444,9 @@ pub fn matmul_with(
         Packed::Q8_0(q) => self::q8_0::run(level, a, m, k, n, q, bias, out, lanes),
         Packed::Q8Act16(w) => {
             self::q8_0_act16::run(level, a, m, k, n, w, bias, out, &mut ws.act16, lanes)
+        }
+        Packed::Q4Act16(w) => {
+            self::q4_0_act16::run(level, a, m, k, n, w, bias, out, &mut ws.act16, lanes)
         }
         Packed::Int8(w) => self::int8::run(level, a, m, k, n, w, bias, out, &mut ws.int8, lanes),
     }

@@ -19,6 +19,9 @@
 //! quad (AMX-INT8's B-tile layout too, but an AMX route on `256·hi + lo`
 //! byte planes measured slower: each block's sums must leave the tiles for
 //! their scales). Rows past N are zero.
+//!
+//! The activation quantizer, its scratch and the chunk/group driver
+//! ([`run_groups`]) are shared with the q4_0 weights of `q4_0_act16.rs`.
 
 use super::{add_bias, DisjointOut, CHUNK_N};
 use crate::kernels::cpu::{self, SimdLevel};
@@ -28,15 +31,15 @@ use voxlane_runtime::weights::Buf;
 use voxlane_runtime::Fork;
 
 /// Values per block.
-const BLOCK: usize = 32;
+pub(super) const BLOCK: usize = 32;
 /// Weight rows per group (one vector of i32 sums).
-const GROUP: usize = 16;
+pub(super) const GROUP: usize = 16;
 /// Bytes of one group's block: 16 f16 scales + 16 × 32 quants.
 pub(super) const GROUP_BLOCK_BYTES: usize = 2 * GROUP + GROUP * BLOCK;
 /// Quads (4 values of a row) per block.
 const QUADS: usize = BLOCK / 4;
 /// Activation rows computed together (accumulators held in registers).
-const ROWS: usize = 8;
+pub(super) const ROWS: usize = 8;
 /// Largest i16 magnitude used (symmetric).
 const QMAX: f32 = 32767.0;
 
@@ -55,13 +58,17 @@ pub(super) struct Act16Weights {
 pub(super) struct Act16Scratch {
     q: Vec<i16>,
     d: Vec<f32>,
+    /// `−8·Σ qx` per row and block (the q4_0 route's offset).
+    offsets: Vec<i32>,
 }
 
 impl Act16Scratch {
-    /// Room for `max_m` rows of `k` values.
+    /// Room for `max_m` rows of `k` values (and their block offsets, so
+    /// either format runs on it without allocating).
     pub(super) fn new(max_m: usize, k: usize) -> Self {
         let mut s = Self::default();
         s.reserve(max_m, k);
+        s.reserve_offsets(max_m, k);
         s
     }
 
@@ -75,9 +82,24 @@ impl Act16Scratch {
         }
     }
 
+    /// Grow the block offsets (the q4_0 route's) to `max_m` rows of `k` values.
+    pub(super) fn reserve_offsets(&mut self, max_m: usize, k: usize) {
+        if self.offsets.len() < max_m * k / BLOCK {
+            self.offsets.resize(max_m * k / BLOCK, 0);
+        }
+    }
+
     /// 4-byte words held.
     pub(super) fn words(&self) -> usize {
-        self.q.len().div_ceil(2) + self.d.len()
+        self.q.len().div_ceil(2) + self.d.len() + self.offsets.len()
+    }
+
+    /// `offsets[i] = −8 · Σ` of quantized block `i` (the first `blocks`).
+    fn fill_offsets(&mut self, blocks: usize) {
+        let q = self.q.chunks_exact(BLOCK).take(blocks);
+        for (o, x) in self.offsets.iter_mut().zip(q) {
+            *o = -8 * x.iter().map(|&v| i32::from(v)).sum::<i32>();
+        }
     }
 }
 
@@ -222,14 +244,69 @@ pub(super) fn run(
     sc: &mut Act16Scratch,
     lanes: &impl Fork,
 ) -> Result<(), KernelError> {
-    let f = cpu::features();
-    let route = match level {
-        SimdLevel::Avx512 if f.avx512_vnni => Route::Vnni,
-        SimdLevel::Avx512 | SimdLevel::Avx2 if f.f16c => Route::Avx2,
-        _ => Route::Scalar,
+    let route = Route::for_level(level);
+    let group = |g: usize, x: Rows<'_>, y: &mut GroupOut| match route {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: VNNI detected; `x` holds `x.rows` rows of the packed K.
+        Route::Vnni => unsafe { x86::group_avx512(w, g, x.q, x.d, x.rows, y) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX2 (the level is capped at the CPU's) and F16C detected.
+        Route::Avx2 => unsafe { x86::group_avx2(w, g, x.q, x.d, x.rows, y) },
+        _ => group_scalar(w, g, x.q, x.d, x.rows, y),
     };
+    run_groups(level, a, m, k, n, bias, out, sc, false, lanes, group)
+}
+
+/// One group kernel's outputs: `y[r][lane]` for activation row `r` and weight row `16g + lane`.
+pub(super) type GroupOut = [[f32; GROUP]; ROWS];
+
+/// Up to [`ROWS`] quantized activation rows, as a group kernel reads them.
+#[derive(Clone, Copy)]
+pub(super) struct Rows<'a> {
+    /// Their i16 values, `rows · K`.
+    pub(super) q: &'a [i16],
+    /// Their block scales, `rows · K/32`.
+    pub(super) d: &'a [f32],
+    /// `−8 · Σ q` per block, `rows · K/32` (empty unless asked for).
+    pub(super) offsets: &'a [i32],
+    /// How many.
+    pub(super) rows: usize,
+}
+
+/// The driver both i16-activation formats share: quantize the rows once
+/// (and, with `offsets`, their blocks' `−8·Σ q`), then for each fixed
+/// [`CHUNK_N`] chunk (on the lanes) and each group of [`GROUP`] weight rows
+/// in it, `group(g, rows, y)` computes up to [`ROWS`] activation rows.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_groups<G>(
+    level: SimdLevel,
+    a: &[f32],
+    m: usize,
+    k: usize,
+    n: usize,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    sc: &mut Act16Scratch,
+    offsets: bool,
+    lanes: &impl Fork,
+    group: G,
+) -> Result<(), KernelError>
+where
+    G: Fn(usize, Rows<'_>, &mut GroupOut) + Sync,
+{
+    let kbs = k / BLOCK;
     quantize(level, a, m, k, sc);
+    if offsets {
+        // Grows only past the reserved size.
+        sc.reserve_offsets(m, k);
+        sc.fill_offsets(m * kbs);
+    }
     let (q, d) = (&sc.q[..], &sc.d[..]);
+    let o = if offsets {
+        &sc.offsets[..m * kbs]
+    } else {
+        &[][..]
+    };
     let dst = DisjointOut::new(out);
     lanes.for_each_chunk(n, CHUNK_N, |range| {
         for g in range.start / GROUP..range.end.div_ceil(GROUP) {
@@ -238,19 +315,13 @@ pub(super) fn run(
             for r0 in (0..m).step_by(ROWS) {
                 let rows = ROWS.min(m - r0);
                 let mut y = [[0.0f32; GROUP]; ROWS];
-                let (qr, dr) = (
-                    &q[r0 * k..(r0 + rows) * k],
-                    &d[r0 * w.kbs..(r0 + rows) * w.kbs],
-                );
-                match route {
-                    #[cfg(target_arch = "x86_64")]
-                    // SAFETY: VNNI detected; `qr`/`dr` hold `rows` rows of the packed K.
-                    Route::Vnni => unsafe { x86::group_avx512(w, g, qr, dr, rows, &mut y) },
-                    #[cfg(target_arch = "x86_64")]
-                    // SAFETY: AVX2 (the level is capped at the CPU's) and F16C detected.
-                    Route::Avx2 => unsafe { x86::group_avx2(w, g, qr, dr, rows, &mut y) },
-                    _ => group_scalar(w, g, qr, dr, rows, &mut y),
-                }
+                let x = Rows {
+                    q: &q[r0 * k..(r0 + rows) * k],
+                    d: &d[r0 * kbs..(r0 + rows) * kbs],
+                    offsets: o.get(r0 * kbs..(r0 + rows) * kbs).unwrap_or_default(),
+                    rows,
+                };
+                group(g, x, &mut y);
                 for (r, yr) in y.iter().take(rows).enumerate() {
                     // SAFETY: this chunk alone writes columns n0..n0 + nr of every row.
                     let o = unsafe { dst.range_mut((r0 + r) * n + n0, nr) };
@@ -265,7 +336,7 @@ pub(super) fn run(
 
 /// Which group kernel a call runs (all give the same bits).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Route {
+pub(super) enum Route {
     /// AVX512-VNNI `vpdpwssd`, 16 rows per vector.
     Vnni,
     /// AVX2 `vpmaddwd`, two vectors of 8 rows.
@@ -274,15 +345,20 @@ enum Route {
     Scalar,
 }
 
+impl Route {
+    /// The route for `level` (capped at the CPU's) on this CPU.
+    pub(super) fn for_level(level: SimdLevel) -> Self {
+        let f = cpu::features();
+        match level.min(cpu::simd_level()) {
+            SimdLevel::Avx512 if f.avx512_vnni => Route::Vnni,
+            SimdLevel::Avx512 | SimdLevel::Avx2 if f.f16c => Route::Avx2,
+            _ => Route::Scalar,
+        }
+    }
+}
+
 /// The readable form: `y[r][lane]` for weight rows `16g + lane`.
-fn group_scalar(
-    w: &Act16Weights,
-    g: usize,
-    q: &[i16],
-    d: &[f32],
-    rows: usize,
-    y: &mut [[f32; GROUP]; ROWS],
-) {
+fn group_scalar(w: &Act16Weights, g: usize, q: &[i16], d: &[f32], rows: usize, y: &mut GroupOut) {
     let k = w.kbs * BLOCK;
     for (r, yr) in y.iter_mut().take(rows).enumerate() {
         for (lane, acc) in yr.iter_mut().enumerate() {
@@ -304,7 +380,7 @@ fn group_scalar(
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{quad_at, Act16Weights, BLOCK, GROUP, QUADS, ROWS};
+    use super::{quad_at, Act16Weights, GroupOut, BLOCK, QUADS, ROWS};
     use std::arch::x86_64::*;
 
     /// Sum the two partial dwords of each row in `lo` (rows 0–7) and `hi`
@@ -331,7 +407,7 @@ mod x86 {
         q: &[i16],
         d: &[f32],
         rows: usize,
-        y: &mut [[f32; GROUP]; ROWS],
+        y: &mut GroupOut,
     ) {
         let (kbs, k) = (w.kbs, w.kbs * BLOCK);
         assert!(rows <= ROWS && q.len() >= rows * k && d.len() >= rows * kbs);
@@ -385,7 +461,7 @@ mod x86 {
         q: &[i16],
         d: &[f32],
         rows: usize,
-        y: &mut [[f32; GROUP]; ROWS],
+        y: &mut GroupOut,
     ) {
         let (kbs, k) = (w.kbs, w.kbs * BLOCK);
         assert!(rows <= ROWS && q.len() >= rows * k && d.len() >= rows * kbs);

@@ -18,10 +18,12 @@
 //! | `q8_0` | `scales`: F32, N·K/32; `quants`: I8, N·K |
 //! | `q4_0` | `scales`: F32, N·K/32; `quants`: U8, N·K/2 (nibbles) |
 //! | `q8_0_act16` | `data`: U8, ⌈N/16⌉·(K/32)·544 (row groups, see `q8_0_act16`) |
+//! | `q4_0_act16` | `data`: U8, ⌈N/16⌉·(K/32)·288 (row groups, see `q4_0_act16`) |
 //!
 //! [`PACKED_LAYOUT`] (stored under [`PACKED_LAYOUT_KEY`]) names this
 //! layout; a file of another layout is refused rather than misread.
 
+use super::q4_0_act16::Q4Act16Weights;
 use super::q8_0::{check_k, Q8Weights};
 use super::q8_0_act16::Act16Weights;
 use super::{check_dims, HalfKind, Packed, WeightFormat, Weights, Q8_0_BLOCK};
@@ -48,6 +50,7 @@ impl WeightFormat {
             Self::Q8_0 => "q8_0",
             Self::Q4_0 => "q4_0",
             Self::Q8_0Act16 => "q8_0_act16",
+            Self::Q4_0Act16 => "q4_0_act16",
             Self::Int8 => "int8",
         }
     }
@@ -61,6 +64,7 @@ impl WeightFormat {
             Self::Q8_0,
             Self::Q4_0,
             Self::Q8_0Act16,
+            Self::Q4_0Act16,
             Self::Int8,
         ]
         .into_iter()
@@ -110,13 +114,18 @@ fn expected_parts(
                 vec![scales, ("quants", DType::U8, nk / 2)]
             }
         }
-        WeightFormat::Q8_0Act16 => {
+        WeightFormat::Q8_0Act16 | WeightFormat::Q4_0Act16 => {
             check_k(k)?;
-            let len =
-                Act16Weights::packed_len(n, k / Q8_0_BLOCK).ok_or_else(|| KernelError::Param {
-                    what: "weight shape",
-                    detail: format!("N={n}, K={k} overflows"),
-                })?;
+            let kbs = k / Q8_0_BLOCK;
+            let len = if format == WeightFormat::Q8_0Act16 {
+                Act16Weights::packed_len(n, kbs)
+            } else {
+                Q4Act16Weights::packed_len(n, kbs)
+            };
+            let len = len.ok_or_else(|| KernelError::Param {
+                what: "weight shape",
+                detail: format!("N={n}, K={k} overflows"),
+            })?;
             vec![("data", DType::U8, len)]
         }
         WeightFormat::Int8 => {
@@ -147,6 +156,7 @@ impl Weights {
             Packed::Half(h) => vec![h.bits.as_bytes()],
             Packed::Q8_0(q) => vec![q.scales.as_bytes(), q.quants.as_bytes()],
             Packed::Q8Act16(q) => vec![q.data.as_bytes()],
+            Packed::Q4Act16(q) => vec![q.data.as_bytes()],
             Packed::Int8(_) => Vec::new(),
         };
         let parts = names
@@ -219,6 +229,10 @@ impl Weights {
                 data: typed("data", &parts[0])?,
                 kbs: k / Q8_0_BLOCK,
             }),
+            WeightFormat::Q4_0Act16 => Packed::Q4Act16(Q4Act16Weights {
+                data: typed("data", &parts[0])?,
+                kbs: k / Q8_0_BLOCK,
+            }),
             // `expected_parts` refused it above.
             WeightFormat::Int8 => {
                 return Err(KernelError::Param {
@@ -237,6 +251,7 @@ impl Weights {
             Packed::Half(h) => h.bits.is_mapped(),
             Packed::Q8_0(q) => q.scales.is_mapped() && q.quants.is_mapped(),
             Packed::Q8Act16(q) => q.data.is_mapped(),
+            Packed::Q4Act16(q) => q.data.is_mapped(),
             Packed::Int8(_) => false,
         }
     }

@@ -42,6 +42,11 @@ fn float_weights(format: WeightFormat, seed: u64, n: usize, k: usize) -> (Weight
             let dense = reference::dequantize_q4_0(&bytes).unwrap();
             (Weights::q4_0_from_ggml(&bytes, n, k).unwrap(), dense)
         }
+        WeightFormat::Q4_0Act16 => {
+            let bytes = quantize_q4_0(&src, k).unwrap();
+            let dense = reference::dequantize_q4_0(&bytes).unwrap();
+            (Weights::q4_0_act16_from_ggml(&bytes, n, k).unwrap(), dense)
+        }
         WeightFormat::Int8 => unreachable!("not a float format"),
     }
 }
@@ -50,18 +55,19 @@ fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
-const FLOATS: [WeightFormat; 6] = [
+const FLOATS: [WeightFormat; 7] = [
     WeightFormat::F32,
     WeightFormat::F16,
     WeightFormat::Bf16,
     WeightFormat::Q8_0,
     WeightFormat::Q4_0,
     WeightFormat::Q8_0Act16,
+    WeightFormat::Q4_0Act16,
 ];
 
-/// The error [`WeightFormat::Q8_0Act16`]'s activation rounding may add per
-/// output: `Σ_j |w_j| · dx_b / 2` with `dx_b` its row's block scale (0 for
-/// the other formats, whose activations stay f32).
+/// The error the i16-activation formats' rounding may add per output:
+/// `Σ_j |w_j| · dx_b / 2` with `dx_b` its row's block scale (0 for the
+/// other formats, whose activations stay f32).
 fn activation_error(
     format: WeightFormat,
     a: &[f32],
@@ -71,7 +77,7 @@ fn activation_error(
     n: usize,
 ) -> Vec<f32> {
     let mut e = vec![0.0f32; m * n];
-    if format != WeightFormat::Q8_0Act16 {
+    if !matches!(format, WeightFormat::Q8_0Act16 | WeightFormat::Q4_0Act16) {
         return e;
     }
     for r in 0..m {
@@ -192,6 +198,50 @@ proptest! {
     }
 
     #[test]
+    fn q4_0_act16_matches_reference(m in 1usize..18, n in 1usize..90, blocks in 1usize..9,
+                                    bias in any::<bool>(), seed in any::<u64>()) {
+        // K = 32 included, odd N and N off multiples of 16 / 64, M past a
+        // group of 8 rows; every level bit for bit against the scalar one.
+        check_float(WeightFormat::Q4_0Act16, m, n, blocks * Q8_0_BLOCK, bias, seed);
+    }
+
+    #[test]
+    fn q4_0_act16_lanes_are_bit_identical(m in 1usize..18, n in 1usize..300, blocks in 1usize..5,
+                                          seed in any::<u64>()) {
+        let k = blocks * Q8_0_BLOCK;
+        let (w, _) = float_weights(WeightFormat::Q4_0Act16, seed, n, k);
+        let a = rnd_vec(seed ^ 0x99, m * k);
+        // Sized at creation: the calls below grow nothing.
+        let mut ws = MatmulWorkspace::new(m, k);
+        let words = ws.words();
+        let mut first: Option<Vec<f32>> = None;
+        for threads in 1..=3 {
+            let mut out = vec![f32::NAN; m * n];
+            matmul_ws(&a, m, k, &w, None, &mut out, &mut ws, &LanePool::new(threads).unwrap()).unwrap();
+            match &first {
+                None => first = Some(out),
+                Some(f) => prop_assert_eq!(bits(f), bits(&out), "m={} n={} t={}", m, n, threads),
+            }
+        }
+        prop_assert_eq!(ws.words(), words);
+    }
+
+    #[test]
+    fn q4_0_act16_from_ggml_is_from_f32_of_its_values(n in 1usize..40, blocks in 1usize..5,
+                                                       seed in any::<u64>()) {
+        // GGML's quantizer gives back the same blocks from their dequantized
+        // values, so both constructors pack the same bytes.
+        let k = blocks * Q8_0_BLOCK;
+        let bytes = quantize_q4_0(&rnd_vec(seed, n * k), k).unwrap();
+        let dense = reference::dequantize_q4_0(&bytes).unwrap();
+        let a = Weights::q4_0_act16_from_ggml(&bytes, n, k).unwrap();
+        let b = Weights::q4_0_act16_from_f32(&dense, n, k).unwrap();
+        prop_assert_eq!(a.format(), WeightFormat::Q4_0Act16);
+        prop_assert_eq!(a.bytes(), n.div_ceil(16) * blocks * 288);
+        prop_assert_eq!(a.parts().unwrap().parts[0].bytes, b.parts().unwrap().parts[0].bytes);
+    }
+
+    #[test]
     fn q4_0_matches_reference(m in 1usize..10, n in 1usize..90, blocks in 1usize..9,
                               bias in any::<bool>(), seed in any::<u64>()) {
         check_float(WeightFormat::Q4_0, m, n, blocks * Q8_0_BLOCK, bias, seed);
@@ -203,7 +253,8 @@ proptest! {
         // Grouped small-M routes (streaming frames) give each row the bits of
         // its m = 1 matvec, for f32 and q8_0 weights.
         let k = blocks * Q8_0_BLOCK;
-        for format in [WeightFormat::F32, WeightFormat::Q8_0, WeightFormat::Q4_0, WeightFormat::Q8_0Act16] {
+        for format in [WeightFormat::F32, WeightFormat::Q8_0, WeightFormat::Q4_0, WeightFormat::Q8_0Act16,
+                       WeightFormat::Q4_0Act16] {
             let (w, _) = float_weights(format, seed, n, k);
             let a = rnd_vec(seed ^ 0x77, m * k);
             let pool = LanePool::new(2).unwrap();
@@ -250,15 +301,23 @@ fn edge_shapes() {
     // Many rows (a batch call): the same bits on every route.
     check_float(WeightFormat::Q8_0Act16, 37, 70, 32 * 20, true, 43);
     check_float(WeightFormat::Q8_0Act16, 16, 33, 32, false, 44);
+    check_float(WeightFormat::Q4_0Act16, 7, 70, 32 * 20, true, 42);
+    check_float(WeightFormat::Q4_0Act16, 37, 70, 32 * 20, true, 43);
+    check_float(WeightFormat::Q4_0Act16, 16, 33, 32, false, 44);
     // Zero and huge blocks: the scale of an all-zero block is 0, not NaN.
-    let (w, dense) = float_weights(WeightFormat::Q8_0Act16, 5, 20, 64);
-    let mut a = vec![0.0f32; 64];
-    a[40] = 3.0e30;
-    let want = reference::matmul_f32(&a, 1, 64, &dense, 20, None).unwrap();
-    let mut got = vec![f32::NAN; 20];
-    matmul(&a, 1, 64, &w, None, &mut got, &LanePool::new(1).unwrap()).unwrap();
-    for (g, w) in got.iter().zip(&want) {
-        assert!((g - w).abs() <= 1e-4 * w.abs() + 1e-6, "{g} vs {w}");
+    for format in [WeightFormat::Q8_0Act16, WeightFormat::Q4_0Act16] {
+        let (w, dense) = float_weights(format, 5, 20, 64);
+        let mut a = vec![0.0f32; 64];
+        a[40] = 3.0e30;
+        let want = reference::matmul_f32(&a, 1, 64, &dense, 20, None).unwrap();
+        let mut got = vec![f32::NAN; 20];
+        matmul(&a, 1, 64, &w, None, &mut got, &LanePool::new(1).unwrap()).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g - w).abs() <= 1e-4 * w.abs() + 1e-6,
+                "{format:?}: {g} vs {w}"
+            );
+        }
     }
 }
 
@@ -358,6 +417,9 @@ fn errors_are_reported() {
         Err(KernelError::Shape { .. })
     ));
     assert!(Weights::q8_0_from_f32(&[0.0; 20], 1, 20).is_err());
+    assert!(Weights::q4_0_act16_from_f32(&[0.0; 20], 1, 20).is_err());
+    assert!(Weights::q4_0_act16_from_ggml(&[0; 17], 1, 32).is_err());
+    assert!(Weights::q4_0_act16_from_ggml(&[0; 18], 0, 32).is_err());
     assert!(Weights::f32(vec![], 0, 3).is_err());
     assert!(Weights::int8(IntWeights::I8(&[0; 4]), 2, 2, &[1.0], &[200]).is_err());
     assert!(Weights::int8(IntWeights::U8(&[0; 4]), 2, 2, &[1.0; 3], &[0]).is_err());
@@ -409,6 +471,151 @@ fn bench_matvec(n: usize, k: usize) {
                 s * 1e3,
                 w.bytes() as f64 / s / 1e9
             );
+        }
+    }
+}
+
+/// Read bandwidth (GB/s) of `pool`'s lanes summing a 512 MiB buffer in
+/// 64 KiB chunks (as `xtask bench`'s `bandwidth.rs`).
+fn read_gbps(pool: &LanePool) -> f64 {
+    use std::time::Instant;
+    let data: Vec<f32> = (0..(512usize << 20) / 4).map(|i| (i % 7) as f32).collect();
+    let sink = std::sync::atomic::AtomicU32::new(0);
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let t = Instant::now();
+        pool.for_each_chunk(data.len(), 1 << 14, |r| {
+            let mut acc = [0.0f32; 32];
+            for c in data[r].chunks_exact(32) {
+                for j in 0..32 {
+                    acc[j] += c[j];
+                }
+            }
+            let s: f32 = acc.iter().sum();
+            sink.fetch_add(s.to_bits() & 1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap();
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    std::hint::black_box(sink.into_inner());
+    (512usize << 20) as f64 / best / 1e9
+}
+
+/// Memory-bound M = 1 matvecs on q4_0 (f32 route, i16 route) and q8_0 × i16:
+/// each format cycles through copies of its weight totalling ≥ 256 MB (past
+/// the L3), formats alternate round by round, medians are printed as GB/s
+/// of packed weights. `cargo test -p voxlane-actors --lib --release
+/// bench_q4_0_act16 -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_q4_0_act16_matvec() {
+    use std::time::Instant;
+    let threads: Vec<usize> = std::env::var("VOXLANE_BENCH_THREADS")
+        .ok()
+        .map(|s| s.split(',').filter_map(|t| t.parse().ok()).collect())
+        .unwrap_or(vec![1, 2]);
+    let shapes: Vec<(usize, usize)> = std::env::var("VOXLANE_BENCH_SHAPES")
+        .ok()
+        .map(|s| {
+            s.split(',')
+                .filter_map(|t| t.split_once('x'))
+                .map(|(n, k)| (n.parse().unwrap(), k.parse().unwrap()))
+                .collect()
+        })
+        .unwrap_or(vec![(4096, 4096), (11264, 4096), (4096, 11264)]);
+    for &t in &threads {
+        let pool = LanePool::new(t).unwrap();
+        println!("threads {t}: read bandwidth {:.1} GB/s", read_gbps(&pool));
+    }
+    for &(n, k) in &shapes {
+        let src = rnd_vec(1, n * k);
+        let one = [
+            ("q4_0 f32", Weights::q4_0_from_f32(&src, n, k).unwrap()),
+            (
+                "q4_0 × i16",
+                Weights::q4_0_act16_from_f32(&src, n, k).unwrap(),
+            ),
+            (
+                "q8_0 × i16",
+                Weights::q8_0_act16_from_f32(&src, n, k).unwrap(),
+            ),
+        ];
+        drop(src);
+        let sets: Vec<(&str, Vec<Weights>)> = one
+            .into_iter()
+            .map(|(name, w)| {
+                let copies = (256usize << 20).div_ceil(w.bytes());
+                (name, vec![w; copies])
+            })
+            .collect();
+        let a = rnd_vec(2, k);
+        let mut out = vec![0.0; n];
+        let mut ws = MatmulWorkspace::new(1, k);
+        for &t in &threads {
+            let pool = LanePool::new(t).unwrap();
+            let mut secs = vec![Vec::new(); sets.len()];
+            for _round in 0..9 {
+                for (i, (_, ws_set)) in sets.iter().enumerate() {
+                    let t0 = Instant::now();
+                    for w in ws_set {
+                        matmul_ws(&a, 1, k, w, None, &mut out, &mut ws, &pool).unwrap();
+                    }
+                    secs[i].push(t0.elapsed().as_secs_f64() / ws_set.len() as f64);
+                }
+            }
+            for ((name, set), s) in sets.iter().zip(&mut secs) {
+                s.sort_by(f64::total_cmp);
+                let (med, best) = (s[s.len() / 2], s[0]);
+                println!(
+                    "{n}x{k} t={t} {name:11}: median {:7.3} ms {:5.1} GB/s, best {:5.1} GB/s ({} MB)",
+                    med * 1e3,
+                    set[0].bytes() as f64 / med / 1e9,
+                    set[0].bytes() as f64 / best / 1e9,
+                    set[0].bytes() >> 20
+                );
+            }
+        }
+    }
+}
+
+/// In-cache (L2) compute rate of the q4_0 routes at M = 1..16, one lane.
+#[test]
+#[ignore]
+fn bench_q4_0_act16_compute() {
+    use std::time::Instant;
+    let (n, k) = (256, 4096);
+    let src = rnd_vec(1, n * k);
+    let all = [
+        ("q4_0 f32", Weights::q4_0_from_f32(&src, n, k).unwrap()),
+        (
+            "q4_0 × i16",
+            Weights::q4_0_act16_from_f32(&src, n, k).unwrap(),
+        ),
+        (
+            "q8_0 × i16",
+            Weights::q8_0_act16_from_f32(&src, n, k).unwrap(),
+        ),
+    ];
+    let pool = LanePool::new(1).unwrap();
+    for m in [1, 2, 4, 8, 16] {
+        let a = rnd_vec(2, m * k);
+        let mut out = vec![0.0; m * n];
+        let mut ws = MatmulWorkspace::new(m, k);
+        for (name, w) in &all {
+            for level in cpu::available_levels().into_iter().rev().take(2) {
+                // The best of many short calls: the machine may be shared.
+                let mut s = f64::MAX;
+                for _ in 0..1000 / m {
+                    let t0 = Instant::now();
+                    matmul_with(level, &a, m, k, w, None, &mut out, &mut ws, &pool).unwrap();
+                    s = s.min(t0.elapsed().as_secs_f64());
+                }
+                println!(
+                    "M={m:2} {name:11} {level:?}: {:7.1} µs, {:6.1} GB/s of weights",
+                    s * 1e6,
+                    w.bytes() as f64 / s / 1e9
+                );
+            }
         }
     }
 }

@@ -74,7 +74,9 @@ impl TensorRoute {
                 self.shape[0] * self.shape[1].div_ceil(32) * 34
             }
             // 32 nibbles + one f16 scale per block.
-            WeightFormat::Q4_0 => self.shape[0] * self.shape[1].div_ceil(32) * 18,
+            WeightFormat::Q4_0 | WeightFormat::Q4_0Act16 => {
+                self.shape[0] * self.shape[1].div_ceil(32) * 18
+            }
             WeightFormat::Int8 => n,
         }
     }

@@ -112,6 +112,7 @@ fn linear(
         WeightFormat::Q8_0 => Weights::q8_0_from_f32(&v, n, k)?,
         WeightFormat::Q8_0Act16 => Weights::q8_0_act16_from_f32(&v, n, k)?,
         WeightFormat::Q4_0 => Weights::q4_0_from_f32(&v, n, k)?,
+        WeightFormat::Q4_0Act16 => Weights::q4_0_act16_from_f32(&v, n, k)?,
         WeightFormat::F32 | WeightFormat::Int8 => Weights::f32(v, n, k)?,
     })
 }

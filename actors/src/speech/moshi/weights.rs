@@ -156,7 +156,10 @@ pub fn check_file(cfg: &MoshiConfig, file: &WeightFile) -> Result<Vec<Expected>,
 /// the block formats need K to be a multiple of 32, else the weight stays f32.
 pub fn linear_format(route: WeightFormat, k: usize) -> WeightFormat {
     match route {
-        WeightFormat::Q8_0 | WeightFormat::Q8_0Act16 | WeightFormat::Q4_0
+        WeightFormat::Q8_0
+        | WeightFormat::Q8_0Act16
+        | WeightFormat::Q4_0
+        | WeightFormat::Q4_0Act16
             if !k.is_multiple_of(Q8_0_BLOCK) =>
         {
             WeightFormat::F32
@@ -196,6 +199,7 @@ fn pack(v: Vec<f32>, n: usize, k: usize, format: WeightFormat) -> Result<Weights
         WeightFormat::Q8_0 => Weights::q8_0_from_f32(&v, n, k)?,
         WeightFormat::Q8_0Act16 => Weights::q8_0_act16_from_f32(&v, n, k)?,
         WeightFormat::Q4_0 => Weights::q4_0_from_f32(&v, n, k)?,
+        WeightFormat::Q4_0Act16 => Weights::q4_0_act16_from_f32(&v, n, k)?,
         WeightFormat::F32 | WeightFormat::Int8 => Weights::f32(v, n, k)?,
     })
 }

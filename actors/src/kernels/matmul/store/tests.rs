@@ -6,13 +6,14 @@ use proptest::prelude::*;
 use voxlane_runtime::weights::PackedWriter;
 use voxlane_runtime::LanePool;
 
-const CACHED: [WeightFormat; 6] = [
+const CACHED: [WeightFormat; 7] = [
     WeightFormat::F32,
     WeightFormat::F16,
     WeightFormat::Bf16,
     WeightFormat::Q8_0,
     WeightFormat::Q4_0,
     WeightFormat::Q8_0Act16,
+    WeightFormat::Q4_0Act16,
 ];
 
 /// (N, K): K = 32, odd N, N off multiples of 16 and 64, several blocks.
@@ -37,6 +38,7 @@ fn weight(format: WeightFormat, n: usize, k: usize, seed: u64) -> Weights {
         WeightFormat::Q8_0 => Weights::q8_0_from_f32(&src, n, k),
         WeightFormat::Q4_0 => Weights::q4_0_from_f32(&src, n, k),
         WeightFormat::Q8_0Act16 => Weights::q8_0_act16_from_f32(&src, n, k),
+        WeightFormat::Q4_0Act16 => Weights::q4_0_act16_from_f32(&src, n, k),
         WeightFormat::Int8 => unreachable!("not stored"),
     }
     .unwrap()
@@ -73,6 +75,7 @@ fn buffers(w: &Weights) -> Vec<(usize, bool)> {
             (q.quants.as_ptr() as usize, q.quants.is_mapped()),
         ],
         Packed::Q8Act16(q) => vec![(q.data.as_ptr() as usize, q.data.is_mapped())],
+        Packed::Q4Act16(q) => vec![(q.data.as_ptr() as usize, q.data.is_mapped())],
         Packed::Int8(_) => Vec::new(),
     }
 }
@@ -239,10 +242,23 @@ fn foreign_parts_are_typed_errors() {
         let e = weight_error(&p);
         assert!(matches!(e, KernelError::Param { .. }), "{shape:?}: {e}");
     }
-    for shape in [[usize::MAX / 2, 64], [usize::MAX, 32]] {
-        raw_file(&p, "q8_0_act16", &shape, &qp.parts);
+    for tag in ["q8_0_act16", "q4_0_act16"] {
+        for shape in [[usize::MAX / 2, 64], [usize::MAX, 32]] {
+            raw_file(&p, tag, &shape, &qp.parts);
+            assert!(matches!(weight_error(&p), KernelError::Param { .. }));
+        }
+        // A q8_0 weight's parts are not this format's.
+        raw_file(&p, tag, &[17, 64], &qp.parts);
         assert!(matches!(weight_error(&p), KernelError::Param { .. }));
     }
+    // One row group of q4_0_act16 is 288 bytes per block: a q8_0_act16
+    // part of the same shape has the wrong length.
+    let q8a = weight(WeightFormat::Q8_0Act16, 17, 64, 1);
+    raw_file(&p, "q4_0_act16", &[17, 64], &q8a.parts().unwrap().parts);
+    assert!(matches!(weight_error(&p), KernelError::Shape { .. }));
+    let q4a = weight(WeightFormat::Q4_0Act16, 17, 64, 1);
+    raw_file(&p, "q4_0_act16", &[17, 64], &q4a.parts().unwrap().parts);
+    assert!(read_weights(&p).is_ok());
     // Missing, extra, renamed and retyped parts.
     raw_file(&p, "q8_0", &[17, 64], &qp.parts[..1]);
     assert!(matches!(weight_error(&p), KernelError::Param { .. }));
