@@ -47,7 +47,7 @@ impl LmWeights {
             Self::F32 => WeightFormat::F32,
             Self::Bf16 => WeightFormat::Bf16,
             Self::Q8_0 => WeightFormat::Q8_0Act16,
-            Self::Q4_0 => WeightFormat::Q4_0,
+            Self::Q4_0 => WeightFormat::Q4_0Act16,
         }
     }
 

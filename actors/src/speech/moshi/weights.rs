@@ -438,6 +438,9 @@ impl TensorSource for RandomSource {
                 Weights::q8_0_act16_from_ggml(&self.blocks(n, k, 34, s / 127.0), n, k)?
             }
             WeightFormat::Q4_0 => Weights::q4_0_from_ggml(&self.blocks(n, k, 18, s / 8.0), n, k)?,
+            WeightFormat::Q4_0Act16 => {
+                Weights::q4_0_act16_from_ggml(&self.blocks(n, k, 18, s / 8.0), n, k)?
+            }
             f => {
                 let v = self.uniform(n * k, s);
                 pack(v, n, k, f)?
