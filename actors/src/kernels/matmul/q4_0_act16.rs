@@ -182,9 +182,10 @@ mod x86 {
 
     /// `vpdpwssd acc, w, [p]{1to16}`: `acc + w · (the i16 pair at p)` per dword.
     ///
-    /// Inline asm, as LLVM's generic x86-64 tuning splits the intrinsic into
-    /// `vpmaddwd` + `vpaddd` (16 more vector ops per block; ≈ 15 % slower at
-    /// M = 1 measured on Zen 4) and would not fold the broadcast.
+    /// Inline asm, as LLVM's generic x86-64 tuning splits the accumulating
+    /// intrinsic into `vpmaddwd` + `vpaddd` and a separate `vpbroadcastd`
+    /// (≈ 30 more vector ops per block; the M = 1 loop measured ≈ 15 %
+    /// slower that way on Zen 4, where the multiplies bound it).
     ///
     /// # Safety
     /// Needs AVX-512F + VNNI; `p` readable for 4 bytes.
