@@ -19,7 +19,7 @@ const K: usize = 2 * Q8_0_BLOCK;
 const N: usize = 2 * CHUNK_N + 22;
 const MAX_M: usize = 9;
 
-const ROUTES: [&str; 7] = [
+const ROUTES: [&str; 8] = [
     "effect_pack_f32",
     "effect_pack_f16",
     "effect_pack_bf16",
@@ -27,11 +27,12 @@ const ROUTES: [&str; 7] = [
     "effect_pack_int8",
     "effect_pack_q4_0",
     "effect_pack_q8_0_act16",
+    "effect_pack_q4_0_act16",
 ];
 /// The float-valued formats' routes (int8 is exact, tested on its own).
-const FLOAT_ROUTES: [usize; 6] = [0, 1, 2, 3, 5, 6];
-/// The route whose activations are rounded (per 32-value block, to i16).
-const ACT16: usize = 6;
+const FLOAT_ROUTES: [usize; 7] = [0, 1, 2, 3, 5, 6, 7];
+/// The routes whose activations are rounded (per 32-value block, to i16).
+const ACT16: [usize; 2] = [6, 7];
 
 fn data(len: usize, seed: u32) -> Vec<f32> {
     (0..len)
@@ -56,6 +57,7 @@ fn weights(route: usize) -> MatmulWeights {
         3 => MatmulWeights::Q8_0(quantize_q8_0(&src, K).unwrap()),
         5 => MatmulWeights::Q4_0(quantize_q4_0(&src, K).unwrap()),
         6 => MatmulWeights::Q8_0Act16(quantize_q8_0(&src, K).unwrap()),
+        7 => MatmulWeights::Q4_0Act16(quantize_q4_0(&src, K).unwrap()),
         _ => MatmulWeights::Int8 {
             quants: IntQuants::U8(bytes(N * K, 4)),
             scales: data(N, 5).iter().map(|v| v.abs() * 0.01 + 1e-4).collect(),
@@ -82,7 +84,9 @@ fn dense(w: &MatmulWeights) -> Vec<f32> {
         MatmulWeights::Q8_0(b) | MatmulWeights::Q8_0Act16(b) => {
             reference::dequantize_q8_0(b).unwrap()
         }
-        MatmulWeights::Q4_0(b) => reference::dequantize_q4_0(b).unwrap(),
+        MatmulWeights::Q4_0(b) | MatmulWeights::Q4_0Act16(b) => {
+            reference::dequantize_q4_0(b).unwrap()
+        }
         MatmulWeights::Int8 { .. } => unreachable!("not a float format"),
     }
 }
@@ -190,7 +194,7 @@ fn float_formats_match_the_reference_identically_for_every_budget() {
             // largest (|a| ≤ 1 here), so ≤ Σ|w|/65534 per output more.
             let act = |i: usize| {
                 let row = &w[(i % N) * K..(i % N + 1) * K];
-                if route == ACT16 {
+                if ACT16.contains(&route) {
                     row.iter().map(|v| v.abs()).sum::<f32>() / 65534.0 * 1.01
                 } else {
                     0.0

@@ -95,6 +95,16 @@ pub fn effect_pack_q8_0_act16(p: &MatmulParams) -> Result<PackedMatmul, KernelMa
     }
 }
 
+/// Repack GGML q4_0 blocks per 16 output rows for the integer block sums.
+pub fn effect_pack_q4_0_act16(p: &MatmulParams) -> Result<PackedMatmul, KernelMachineError> {
+    match &p.weights {
+        MatmulWeights::Q4_0Act16(bytes) => {
+            packed(p, Weights::q4_0_act16_from_ggml(bytes, p.n, p.k))
+        }
+        _ => Err(wrong_format("effect_pack_q4_0_act16")),
+    }
+}
+
 /// Split GGML q4_0 blocks into f32 scales and nibble bytes.
 pub fn effect_pack_q4_0(p: &MatmulParams) -> Result<PackedMatmul, KernelMachineError> {
     match &p.weights {

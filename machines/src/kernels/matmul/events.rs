@@ -42,6 +42,9 @@ pub enum MatmulWeights {
     /// GGML q8_0 bytes run against activations rounded per block to i16
     /// (integer block sums: AVX512-VNNI / AVX2, the same bits everywhere).
     Q8_0Act16(Vec<u8>),
+    /// GGML q4_0 bytes run against activations rounded per block to i16
+    /// (integer block sums, −8 folded in: the same bits everywhere).
+    Q4_0Act16(Vec<u8>),
     /// Integer weights with per-tensor (length 1) or per-channel (length `n`)
     /// scales and zero points (onnxruntime dynamic quantization).
     Int8 {

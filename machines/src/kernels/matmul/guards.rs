@@ -22,6 +22,8 @@ pub mod route {
     pub const Q4_0: usize = 5;
     /// GGML q8_0 weights against i16 block-quantized activations.
     pub const Q8_0_ACT16: usize = 6;
+    /// GGML q4_0 weights against i16 block-quantized activations.
+    pub const Q4_0_ACT16: usize = 7;
 }
 
 /// The prepare route of a weight format (ignoring whether it is consistent).
@@ -33,6 +35,7 @@ pub fn format_route(w: &MatmulWeights) -> usize {
         MatmulWeights::Q8_0(_) => route::Q8_0,
         MatmulWeights::Q4_0(_) => route::Q4_0,
         MatmulWeights::Q8_0Act16(_) => route::Q8_0_ACT16,
+        MatmulWeights::Q4_0Act16(_) => route::Q4_0_ACT16,
         MatmulWeights::Int8 { .. } => route::INT8,
     }
 }
@@ -75,6 +78,7 @@ fn weights_problem(p: &MatmulParams, nk: usize) -> Option<String> {
         MatmulWeights::Q8_0(bytes)
         | MatmulWeights::Q4_0(bytes)
         | MatmulWeights::Q8_0Act16(bytes)
+        | MatmulWeights::Q4_0Act16(bytes)
             if !p.k.is_multiple_of(Q8_0_BLOCK) =>
         {
             Some(format!(
@@ -88,7 +92,7 @@ fn weights_problem(p: &MatmulParams, nk: usize) -> Option<String> {
             bytes.len(),
             nk / Q8_0_BLOCK * Q8_0_BLOCK_BYTES,
         ),
-        MatmulWeights::Q4_0(bytes) => len_problem(
+        MatmulWeights::Q4_0(bytes) | MatmulWeights::Q4_0Act16(bytes) => len_problem(
             "q4_0 bytes",
             bytes.len(),
             nk / Q8_0_BLOCK * Q4_0_BLOCK_BYTES,
@@ -149,6 +153,11 @@ pub fn guard_weights_q8_0_act16(p: &MatmulParams) -> bool {
     consistent_as(p, route::Q8_0_ACT16)
 }
 
+/// Consistent q4_0 weights for the i16-activation route (k a multiple of 32, whole blocks).
+pub fn guard_weights_q4_0_act16(p: &MatmulParams) -> bool {
+    consistent_as(p, route::Q4_0_ACT16)
+}
+
 /// Consistent int8/uint8 weights (scales and zero points per tensor or per channel).
 pub fn guard_weights_int8(p: &MatmulParams) -> bool {
     consistent_as(p, route::INT8)
@@ -156,7 +165,7 @@ pub fn guard_weights_int8(p: &MatmulParams) -> bool {
 
 /// The prepare route `p` takes, in table order, or `None` if no guard holds.
 pub fn prepare_route(p: &MatmulParams) -> Option<usize> {
-    let guards: [fn(&MatmulParams) -> bool; 7] = [
+    let guards: [fn(&MatmulParams) -> bool; 8] = [
         guard_weights_f32,
         guard_weights_f16,
         guard_weights_bf16,
@@ -164,6 +173,7 @@ pub fn prepare_route(p: &MatmulParams) -> Option<usize> {
         guard_weights_int8,
         guard_weights_q4_0,
         guard_weights_q8_0_act16,
+        guard_weights_q4_0_act16,
     ];
     guards.iter().position(|g| g(p))
 }

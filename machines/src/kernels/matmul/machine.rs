@@ -2,8 +2,8 @@
 
 use super::actions::{
     effect_matmul, effect_pack_bf16, effect_pack_f16, effect_pack_f32, effect_pack_int8,
-    effect_pack_q4_0, effect_pack_q8_0, effect_pack_q8_0_act16, effect_size_workspace,
-    PackedMatmul,
+    effect_pack_q4_0, effect_pack_q4_0_act16, effect_pack_q8_0, effect_pack_q8_0_act16,
+    effect_size_workspace, PackedMatmul,
 };
 use super::events::{MatmulLimits, MatmulParams, MatmulRequest};
 use super::guards::{self, params_problem, route};
@@ -28,6 +28,7 @@ impl KernelContract for Matmul {
         ("guard_weights_int8", "effect_pack_int8"),
         ("guard_weights_q4_0", "effect_pack_q4_0"),
         ("guard_weights_q8_0_act16", "effect_pack_q8_0_act16"),
+        ("guard_weights_q4_0_act16", "effect_pack_q4_0_act16"),
     ];
     type Params = MatmulParams;
     type Prepared = PackedMatmul;
@@ -53,6 +54,7 @@ impl KernelContract for Matmul {
             route::Q8_0_ACT16 => effect_pack_q8_0_act16(p),
             route::INT8 => effect_pack_int8(p),
             route::Q4_0 => effect_pack_q4_0(p),
+            route::Q4_0_ACT16 => effect_pack_q4_0_act16(p),
             other => Err(KernelMachineError::Params(format!(
                 "no prepare route {other}"
             ))),
