@@ -10,9 +10,11 @@ pub mod edges;
 pub mod handle;
 pub mod mermaid;
 pub mod registry;
+pub mod slot;
 pub mod table;
 pub mod trace;
 
 pub use book::Bookkeeping;
+pub use slot::Slot;
 pub use table::{MachineSpec, StateSpec, Transition, ALWAYS, ANY_EVENT};
 pub use trace::{Fired, Trace};

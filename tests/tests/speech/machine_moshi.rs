@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use voxlane_actors::speech::moshi::{LmWeights, MoshiConfig, StreamSampling};
 use voxlane_actors::speech::sampler::SamplingParams;
+use voxlane_machines::core::Slot;
 use voxlane_machines::speech::logits_sampler::{
     self, Configure, LogitsSampler, SamplerMachineError,
 };
@@ -17,7 +18,6 @@ use voxlane_machines::speech::moshi_executor::{
     self, BindSession, Event, Initialize, MoshiExecutor, MoshiExecutorError, Reply, Step,
     WeightsSource,
 };
-use voxlane_machines::tts::Slot;
 use voxlane_runtime::io::read_npy;
 use voxlane_runtime::LanePool;
 use voxlane_tests::{assert_all_reached, assert_declared};

@@ -8,8 +8,8 @@ use super::events::{
 };
 use super::guards::{guard_route_serial, session_bytes};
 use super::machine::{ExecSession, ExecutorMachine};
+use crate::core::Slot;
 use crate::speech::logits_sampler::{Configure, LogitsSampler, SamplerMachineError};
-use crate::tts::Slot;
 use std::sync::Arc;
 use voxlane_actors::speech::moshi::{CacheUse, LmGen, MoshiError, MoshiLm};
 use voxlane_runtime::Fork;

@@ -1,7 +1,7 @@
 //! Events `moshi_executor` accepts, its replies and its sink.
 
 use super::errors::MoshiExecutorError;
-use crate::tts::Slot;
+use crate::core::Slot;
 use std::path::PathBuf;
 use std::sync::Arc;
 use voxlane_actors::speech::moshi::config::MAX_DEP_Q;
