@@ -28,6 +28,7 @@ fn paths() -> ConversePaths {
         mimi: fixture("mimi.safetensors"),
         tokenizer: fixture("tokenizer.model"),
         config: Some(fixture("config.json")),
+        mimi_config: None,
     }
 }
 

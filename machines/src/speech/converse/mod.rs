@@ -44,6 +44,8 @@ pub struct ConversePaths {
     /// config); without it the official shapes, PersonaPlex's when the
     /// checkpoint holds 16 depformer steps.
     pub config: Option<PathBuf>,
+    /// Mimi's config when it is not in `config` (a Mimi config JSON).
+    pub mimi_config: Option<PathBuf>,
 }
 
 /// How to run the models.
@@ -82,7 +84,8 @@ pub struct Converser {
     weights_note: String,
 }
 
-fn configs(
+/// The LM and Mimi configs `paths` selects (see [`ConversePaths::config`]).
+pub fn configs(
     paths: &ConversePaths,
     personaplex: bool,
 ) -> Result<(MoshiConfig, MimiConfig), ConverseError> {
@@ -90,16 +93,16 @@ fn configs(
         path: path.to_path_buf(),
         detail,
     };
-    match &paths.config {
+    let (lm, mimi_in_config) = match &paths.config {
         Some(p) => {
             let lm = MoshiConfig::from_file(p).map_err(|e| cfg_err(p, e.to_string()))?;
             let text = std::fs::read_to_string(p).map_err(|e| cfg_err(p, e.to_string()))?;
             let mimi = if text.contains("\"mimi_config\"") {
-                MimiConfig::from_file(p).map_err(|e| cfg_err(p, e.to_string()))?
+                Some(MimiConfig::from_file(p).map_err(|e| cfg_err(p, e.to_string()))?)
             } else {
-                MimiConfig::default()
+                None
             };
-            Ok((lm, mimi))
+            (lm, mimi)
         }
         None => {
             let mut lm = MoshiConfig::default();
@@ -113,9 +116,15 @@ fn configs(
             if personaplex || sixteen {
                 lm.dep_q = lm.n_q;
             }
-            Ok((lm, MimiConfig::default()))
+            (lm, None)
         }
-    }
+    };
+    let mimi = match (&paths.mimi_config, mimi_in_config) {
+        (Some(p), _) => MimiConfig::from_file(p).map_err(|e| cfg_err(p, e.to_string()))?,
+        (None, Some(m)) => m,
+        (None, None) => MimiConfig::default(),
+    };
+    Ok((lm, mimi))
 }
 
 fn session_ok(r: SessionReply, what: &str) -> Result<(), ConverseError> {

@@ -25,7 +25,7 @@ pub struct PersonaPrompt {
 /// What the prompt phase did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PromptReport {
-    /// LM calls the prompt took (NVIDIA's `prompt_steps`).
+    /// LM calls the prompt took (NVIDIA's `prompt_steps`: the ring's offset).
     pub steps: usize,
     /// Of them, batched through `prefill`.
     pub prefilled: usize,
@@ -55,7 +55,6 @@ pub fn run_prompt(
         text,
     };
     let mut calls = Vec::new();
-    let mut stepped = 0;
     match &prompt.voice {
         Some(VoicePrompt::Audio(audio)) => {
             let enc_model = stages
@@ -83,7 +82,6 @@ pub fn run_prompt(
         }) => {
             for e in embeddings.chunks_exact((*dim).max(1)) {
                 stages.lm.step_embedding(e)?;
-                stepped += 1;
             }
             stages.lm.restore_tokens(cache)?;
         }
@@ -101,7 +99,7 @@ pub fn run_prompt(
     let prefilled = stages.lm.prefill(&calls)?;
     encode_ok(stages.encoder.reset())?;
     Ok(PromptReport {
-        steps: stepped + prefilled,
+        steps: stages.lm.calls().unwrap_or(0),
         prefilled,
     })
 }

@@ -586,6 +586,14 @@ impl MoshiExecutor {
         }
     }
 
+    /// Calls the session's ring has taken (PersonaPlex: prompt steps included).
+    pub fn calls(&self) -> Option<usize> {
+        self.sm.inner().session.as_ref().map(|s| match &s.gen {
+            Gen::Moshi(g) => g.offset(),
+            Gen::Persona(g) => g.offset(),
+        })
+    }
+
     /// The bound model, if any.
     pub fn model(&self) -> Option<&Arc<MoshiLm>> {
         self.sm.inner().model.as_ref()
