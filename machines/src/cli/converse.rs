@@ -242,15 +242,10 @@ pub fn run(a: ConverseArgs, out: &mut dyn Write) -> Result<(), CliError> {
             keep(&c, &pcm_buf, &tok_buf);
         }
     }
-    loop {
-        match c.flush()? {
-            Some(f) => {
-                pcm_buf.copy_from_slice(f.pcm);
-                tok_buf.clear();
-                tok_buf.extend_from_slice(f.tokens);
-            }
-            None => break,
-        }
+    while let Some(f) = c.flush()? {
+        pcm_buf.copy_from_slice(f.pcm);
+        tok_buf.clear();
+        tok_buf.extend_from_slice(f.tokens);
         keep(&c, &pcm_buf, &tok_buf);
     }
     let run_s = run_started.elapsed().as_secs_f64();
