@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use voxlane_actors::speech::moshi::StreamSampling;
 use voxlane_runtime::{Fork, LanePool};
 use voxlane_tests::os_threads;
 
@@ -37,6 +38,48 @@ fn os_threads_never_exceed_budget() {
         drop(pool);
     }
     settle_to(before);
+    // A whole conversation (Mimi encode, the LM, Mimi decode as stage jobs
+    // on one pool): no stage starts a thread of its own.
+    for threads in 1..=4 {
+        let mut c = converser(threads);
+        let persona = c.persona(None, Some("Be brief.")).unwrap();
+        c.start(&persona, StreamSampling::GREEDY, 0).unwrap();
+        let frame: Vec<f32> = (0..c.frame_size())
+            .map(|i| (i as f32 * 0.03).sin() * 0.2)
+            .collect();
+        for _ in 0..4 {
+            c.push(&frame).unwrap();
+            assert_eq!(
+                os_threads() - before,
+                threads - 1,
+                "conversation at budget {threads}"
+            );
+        }
+        drop(c);
+        settle_to(before);
+    }
+}
+
+fn converser(threads: usize) -> voxlane_machines::speech::converse::Converser {
+    use voxlane_machines::speech::converse::{ConverseOptions, ConversePaths, Converser};
+    use voxlane_machines::speech::moshi_executor::WeightsSource;
+    let f = |n: &str| {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/fixtures/personaplex-tiny")
+            .join(n)
+    };
+    let paths = ConversePaths {
+        lm: WeightsSource::File(f("lm.safetensors")),
+        mimi: f("mimi.safetensors"),
+        tokenizer: f("tokenizer.model"),
+        config: Some(f("config.json")),
+        mimi_config: None,
+    };
+    let opts = ConverseOptions {
+        threads,
+        ..ConverseOptions::default()
+    };
+    Converser::load(&paths, &opts).unwrap()
 }
 
 /// Waits until the process is back to `baseline` threads. A joined thread can

@@ -130,3 +130,49 @@ fn moshi_frames_do_not_allocate() {
         assert_eq!(n, 0, "{n} allocations in 4 steady-state frames ({route:?})");
     }
 }
+
+#[test]
+fn wavefront_frames_do_not_allocate() {
+    use voxlane_actors::speech::moshi::StreamSampling;
+    use voxlane_machines::speech::converse::{ConverseOptions, ConversePaths, Converser};
+    use voxlane_machines::speech::moshi_executor::WeightsSource;
+    let f = |n: &str| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/fixtures/personaplex-tiny")
+            .join(n)
+    };
+    let paths = ConversePaths {
+        lm: WeightsSource::File(f("lm.safetensors")),
+        mimi: f("mimi.safetensors"),
+        tokenizer: f("tokenizer.model"),
+        config: Some(f("config.json")),
+        mimi_config: None,
+    };
+    // Serial (every byte on this thread) and as stage jobs (this thread's share).
+    for threads in [1, 2] {
+        let opts = ConverseOptions {
+            threads,
+            ..ConverseOptions::default()
+        };
+        let mut c = Converser::load(&paths, &opts).unwrap();
+        let persona = c
+            .persona(Some(&f("voice_prompt.wav")), Some("Be brief."))
+            .unwrap();
+        c.start(&persona, StreamSampling::default(), 5).unwrap();
+        let frame: Vec<f32> = (0..c.frame_size())
+            .map(|i| (i as f32 * 0.021).sin() * 0.3)
+            .collect();
+        let mut out = 0;
+        for i in 0..8 {
+            COUNTING.with(|c| c.set(i > 3));
+            out += usize::from(c.push(&frame).unwrap().is_some());
+            COUNTING.with(|c| c.set(false));
+        }
+        assert_eq!(out, 6);
+        let n = ALLOCS.with(|a| a.replace(0));
+        assert_eq!(
+            n, 0,
+            "{n} allocations in 4 steady-state wavefront ticks at {threads} threads"
+        );
+    }
+}

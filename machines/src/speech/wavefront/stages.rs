@@ -199,13 +199,12 @@ fn decode(
 ) -> Result<(), WavefrontError> {
     *out = None;
     if let Some((s, f)) = answer {
-        let codes = f
-            .as_slice()
-            .get(1..1 + agent)
-            .ok_or(WavefrontError::Stages(format!(
+        let codes = f.as_slice().get(1..1 + agent).ok_or_else(|| {
+            WavefrontError::Stages(format!(
                 "an LM frame of {} tokens, the decoder reads {agent} after the text",
                 f.as_slice().len()
-            )))?;
+            ))
+        })?;
         match dec.push(pool, codes, pcm) {
             SessionReply::Done { .. } => *out = Some((s, f)),
             r => return Err(reply_err("decode", r, WavefrontError::Decode)),
@@ -269,7 +268,7 @@ pub fn run_tick(
         })
         .map_err(|e| WavefrontError::Lanes(e.to_string()))?;
         let done = |r: Option<Result<(), WavefrontError>>| {
-            r.unwrap_or(Err(WavefrontError::Lanes("a stage job did not run".into())))
+            r.unwrap_or_else(|| Err(WavefrontError::Lanes("a stage job did not run".into())))
         };
         (
             done(e.into_inner().unwrap_or_else(|p| p.into_inner()).3),
