@@ -139,6 +139,69 @@ impl RingAttention {
         self.pos = 0;
     }
 
+    /// The next absolute position.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Positions still held: the last `min(pos, cap)`.
+    pub fn held(&self) -> usize {
+        self.pos.min(self.cap)
+    }
+
+    /// Append the held positions' keys then values, `[H][held][D]` each,
+    /// oldest first (what [`Self::restore`] takes back).
+    pub fn save_into(&self, out: &mut Vec<f32>) {
+        let (d, cap, n) = (self.head_dim, self.cap, self.held());
+        for ring in [&self.keys, &self.values] {
+            for h in 0..self.heads {
+                for p in self.pos - n..self.pos {
+                    let slot = p % cap;
+                    out.extend_from_slice(&ring[(h * cap + slot) * d..(h * cap + slot + 1) * d]);
+                }
+            }
+        }
+    }
+
+    /// Floats [`Self::save_into`] writes for `held` positions.
+    pub fn saved_floats(&self, held: usize) -> usize {
+        2 * self.heads * held * self.head_dim
+    }
+
+    /// Floats [`Self::save_into`] writes at position `pos`.
+    pub fn saved_floats_at(&self, pos: usize) -> usize {
+        self.saved_floats(pos.min(self.cap))
+    }
+
+    /// Put back what [`Self::save_into`] saved at position `pos`.
+    pub fn restore(&mut self, pos: usize, data: &[f32]) -> Result<(), KernelError> {
+        let (d, cap) = (self.head_dim, self.cap);
+        let n = pos.min(cap);
+        if data.len() != self.saved_floats_at(pos) {
+            return Err(KernelError::Param {
+                what: "attention state",
+                detail: format!(
+                    "{} values for {n} positions of {} heads × {d}",
+                    data.len(),
+                    self.heads
+                ),
+            });
+        }
+        let mut it = data.chunks_exact(d);
+        for ring in [&mut self.keys, &mut self.values] {
+            for h in 0..self.heads {
+                for p in pos - n..pos {
+                    let slot = p % cap;
+                    if let Some(row) = it.next() {
+                        ring[(h * cap + slot) * d..(h * cap + slot + 1) * d].copy_from_slice(row);
+                    }
+                }
+            }
+        }
+        self.pos = pos;
+        Ok(())
+    }
+
     /// Attend `t` new positions: `q`, `k`, `v`, `out` are `[t, heads, head_dim]`.
     pub fn step(
         &mut self,

@@ -69,6 +69,12 @@ pub struct ConverseArgs {
     /// Convert the LM's weights at every load.
     #[arg(long)]
     pub no_weights_cache: bool,
+    /// Keep PersonaPlex sessions after their prompt in DIR (default `$VOXLANE_HOME/personas`).
+    #[arg(long, value_name = "DIR", conflicts_with = "no_persona_cache")]
+    pub persona_cache: Option<PathBuf>,
+    /// Run the persona's prompt at every start.
+    #[arg(long)]
+    pub no_persona_cache: bool,
     /// The agent's audio (WAV, 24 kHz).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -194,11 +200,19 @@ pub fn run(a: ConverseArgs, out: &mut dyn Write) -> Result<(), CliError> {
             .ok()
             .map(|h| h.join("weights")),
     };
+    let persona_cache = match (&a.persona_cache, a.no_persona_cache) {
+        (_, true) => None,
+        (Some(d), _) => Some(d.clone()),
+        (None, false) => voxlane_runtime::fetch::voxlane_home()
+            .ok()
+            .map(|h| h.join("personas")),
+    };
     let opts = ConverseOptions {
         threads,
         route,
         weights_cache,
         personaplex: a.personaplex,
+        persona_cache,
     };
     let loaded = Instant::now();
     let mut c = Converser::load(&paths, &opts)?;
@@ -279,12 +293,13 @@ pub fn run(a: ConverseArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let secs = pcm.len() as f64 / f64::from(rate);
     writeln!(
         out,
-        "wrote {} ({} samples, {frames} frames, {steps} steps; {} ({}): load {load_s:.2} s, prompt {} steps in {prompt_s:.2} s, conversation {run_s:.2} s = {:.1} ms/frame, RTF {:.3} at {threads} threads)",
+        "wrote {} ({} samples, {frames} frames, {steps} steps; {} ({}): load {load_s:.2} s, prompt {} steps{} in {prompt_s:.2} s, conversation {run_s:.2} s = {:.1} ms/frame, RTF {:.3} at {threads} threads)",
         output.display(),
         audio.len(),
         if c.is_persona() { "PersonaPlex" } else { "Moshi" },
         c.weights_note(),
         report.steps,
+        if report.cached { " from the persona cache" } else { "" },
         1e3 * run_s / frames.max(1) as f64,
         run_s / secs.max(1e-9),
     )?;

@@ -56,6 +56,7 @@ fn persona(dir: &Path, extra: &[&str]) -> (Result<(), CliError>, String) {
         "--config",
         &pp("config.json"),
         "--no-weights-cache",
+        "--no-persona-cache",
     ]
     .iter()
     .map(|a| a.to_string())
@@ -235,5 +236,55 @@ fn bad_inputs_are_typed_errors_and_leave_no_file() {
             assert!(!dir.join(f).exists(), "{what}: left {f}");
         }
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_repeated_persona_starts_from_the_cache() {
+    let dir = temp_dir("cache");
+    let cache = dir.join("personas");
+    let flags = [
+        "--greedy",
+        "--voice-prompt",
+        &pp("voice_prompt.wav"),
+        "--text-prompt",
+        TEXT_PROMPT,
+        "--persona-cache",
+        &s(&cache),
+    ];
+    // Not through `persona`, which turns the cache off.
+    let run = |out: &str| {
+        let mut args: Vec<String> = [
+            "converse",
+            "--lm",
+            &pp("lm.safetensors"),
+            "--mimi",
+            &pp("mimi.safetensors"),
+            "--tokenizer",
+            &pp("tokenizer.model"),
+            "--config",
+            &pp("config.json"),
+            "--no-weights-cache",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        args.extend(flags.iter().map(|a| a.to_string()));
+        args.extend([pp("user.wav"), "-o".into(), s(&dir.join(out))]);
+        voxlane(&args)
+    };
+    let (r, first) = run("a.wav");
+    r.unwrap();
+    assert!(!first.contains("persona cache"), "{first}");
+    let (r, second) = run("b.wav");
+    r.unwrap();
+    assert!(
+        second.contains("74 steps from the persona cache"),
+        "{second}"
+    );
+    assert_eq!(
+        std::fs::read(dir.join("a.wav")).unwrap(),
+        std::fs::read(dir.join("b.wav")).unwrap()
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

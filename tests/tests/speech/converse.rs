@@ -326,3 +326,57 @@ fn wavefront_guards_and_table() {
     );
     let _ = assert_all_reached;
 }
+
+#[test]
+fn persona_cache_resumes_the_prompted_session() {
+    let dir = std::env::temp_dir().join(format!("voxlane-personas-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let load = || {
+        let opts = ConverseOptions {
+            threads: 2,
+            persona_cache: Some(dir.clone()),
+            ..ConverseOptions::default()
+        };
+        Converser::load(&paths(), &opts).unwrap()
+    };
+    let mut c = load();
+    let persona = c
+        .persona(Some(&fixture("voice_prompt.wav")), Some(&text_prompt()))
+        .unwrap();
+    let mut plain = converser(2);
+    let want = converse(&mut plain, &persona);
+    // First start: the prompt runs and its session is saved.
+    assert_eq!(converse(&mut c, &persona), want);
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(files.len(), 1);
+    // A new engine resumes it: the same conversation, bit for bit.
+    let mut c2 = load();
+    let report = c2.start(&persona, StreamSampling::GREEDY, 0).unwrap();
+    assert!(report.cached && report.steps == want.steps, "{report:?}");
+    assert_eq!(converse(&mut c2, &persona), want);
+    // Another text prompt is another persona.
+    let other = c2
+        .persona(Some(&fixture("voice_prompt.wav")), Some("Be terse."))
+        .unwrap();
+    assert!(!c2.start(&other, StreamSampling::GREEDY, 0).unwrap().cached);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+    // A damaged file is a miss, rebuilt.
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let p = f.unwrap().path();
+        let bytes = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
+    }
+    let mut c3 = load();
+    assert!(
+        !c3.start(&persona, StreamSampling::GREEDY, 0)
+            .unwrap()
+            .cached
+    );
+    assert_eq!(converse(&mut c3, &persona), want);
+    assert!(
+        c3.start(&persona, StreamSampling::GREEDY, 0)
+            .unwrap()
+            .cached
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -457,6 +457,8 @@ fn every_event() -> Vec<Event<'static>> {
         Event::StepEmbedding(&[0.0; 4]),
         Event::RestoreTokens(&[0; 4]),
         Event::CallPending,
+        Event::Snapshot,
+        Event::Restore(Slot::empty()),
         Event::TemporalDone,
         Event::DepformerDone,
         Event::StepDone,
@@ -587,6 +589,13 @@ fn persona_edges() -> Vec<voxlane_machines::core::Fired> {
     assert!(ex.step_embedding(&vec![f32::NAN; dim]).is_err());
     ex.restore_tokens(&vec![0; streams * 4]).unwrap();
     assert!(ex.restore_tokens(&[0; 5]).is_err());
+    // Save the session and resume it; a snapshot of another shape is refused.
+    let snap = ex.snapshot().unwrap();
+    ex.restore(snap.clone()).unwrap();
+    assert_eq!(ex.snapshot().unwrap(), snap);
+    let mut bad = snap.clone();
+    bad.cache.pop();
+    assert!(ex.restore(bad).is_err());
     // A conversation call leaves the agent's delayed codebooks sampled, so a
     // prefill after it fails in the model (`prefilling` → `step_error`).
     ex.frame(Step {
@@ -611,6 +620,10 @@ fn persona_edges() -> Vec<voxlane_machines::core::Fired> {
     assert!(matches!(
         moshi.prefill(&[call(3)]),
         Err(MoshiExecutorError::NotPersona("prefill"))
+    ));
+    assert!(matches!(
+        moshi.snapshot(),
+        Err(MoshiExecutorError::NotPersona("snapshot"))
     ));
     let fired = ex.take_trace();
     assert_declared(&moshi_executor::SPEC, &fired);
@@ -677,7 +690,7 @@ proptest! {
 
     /// Random event sequences never panic and only take declared edges.
     #[test]
-    fn executor_survives_random_sequences(seq in proptest::collection::vec(0usize..28, 1..24)) {
+    fn executor_survives_random_sequences(seq in proptest::collection::vec(0usize..30, 1..24)) {
         let mut ex = MoshiExecutor::traced();
         let events = every_event();
         for i in seq {

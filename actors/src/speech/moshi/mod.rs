@@ -24,7 +24,7 @@ pub mod weights;
 pub use config::MoshiConfig;
 pub use error::MoshiError;
 pub use lmgen::LmGen;
-pub use model::{CacheUse, LmState, LmWeights, MoshiLm};
+pub use model::{CacheUse, LmSnapshot, LmState, LmWeights, MoshiLm};
 pub use persona::{
     prefill, wrap_with_system_tags, PersonaGen, PersonaSession, PromptFrame, PREFILL_CHUNK,
     SILENCE_FRAMES, SILENCE_TOKENS, SINE_TOKENS,

@@ -140,6 +140,18 @@ pub struct MoshiLm {
     linears: Vec<Weights>,
 }
 
+/// A saved temporal transformer: each layer's position and its held keys
+/// and values (`[H][held][D]` keys then values, layer after layer).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LmSnapshot {
+    /// Frames the temporal transformer had taken.
+    pub frames: usize,
+    /// Each layer's next position.
+    pub positions: Vec<usize>,
+    /// The held keys and values.
+    pub data: Vec<f32>,
+}
+
 /// Every buffer of one session's frames: KV rings, activations, logits.
 #[derive(Debug)]
 pub struct LmState {
@@ -192,6 +204,27 @@ impl LmState {
         self.depformer.reset();
         self.frames = 0;
         self.last_t = 0;
+    }
+
+    /// What the temporal transformer holds (the depformer starts afresh
+    /// every frame): enough to resume the session after a prompt.
+    pub fn snapshot(&self) -> LmSnapshot {
+        let mut data = Vec::new();
+        let positions = self.temporal.save_into(&mut data);
+        LmSnapshot {
+            frames: self.frames,
+            positions,
+            data,
+        }
+    }
+
+    /// Resume from a [`Self::snapshot`] of a state of the same model.
+    pub fn restore(&mut self, s: &LmSnapshot) -> Result<(), MoshiError> {
+        self.depformer.reset();
+        self.temporal.restore(&s.positions, &s.data)?;
+        self.frames = s.frames;
+        self.last_t = 0;
+        Ok(())
     }
 }
 

@@ -129,6 +129,31 @@ impl PersonaGen {
         (&self.cache, self.ct)
     }
 
+    /// The whole ring state: tokens, provided mask, calls.
+    pub fn snapshot(&self) -> (Vec<i64>, Vec<bool>, usize) {
+        (self.cache.clone(), self.provided.clone(), self.offset)
+    }
+
+    /// Resume from a [`Self::snapshot`].
+    pub fn restore_snapshot(
+        &mut self,
+        cache: &[i64],
+        provided: &[bool],
+        offset: usize,
+    ) -> Result<(), MoshiError> {
+        if provided.len() != self.provided.len() {
+            return Err(MoshiError::Input(format!(
+                "a saved provided mask of {} values, the ring holds {}",
+                provided.len(),
+                self.provided.len()
+            )));
+        }
+        self.restore_cache(cache)?;
+        self.provided.copy_from_slice(provided);
+        self.offset = offset;
+        Ok(())
+    }
+
     /// Replace the ring with a saved one (`[streams][ring]`, ring = `max_delay + 3`).
     pub fn restore_cache(&mut self, cache: &[i64]) -> Result<(), MoshiError> {
         if cache.len() != self.cache.len() {

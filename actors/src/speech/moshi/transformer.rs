@@ -92,6 +92,46 @@ impl StackState {
     pub fn reset(&mut self) {
         self.caches.iter_mut().for_each(RingAttention::reset);
     }
+
+    /// Every layer's position, and the held keys and values appended to `out`.
+    pub fn save_into(&self, out: &mut Vec<f32>) -> Vec<usize> {
+        self.caches
+            .iter()
+            .map(|c| {
+                c.save_into(out);
+                c.position()
+            })
+            .collect()
+    }
+
+    /// Put back what [`Self::save_into`] saved.
+    pub fn restore(&mut self, positions: &[usize], data: &[f32]) -> Result<(), MoshiError> {
+        if positions.len() != self.caches.len() {
+            return Err(MoshiError::Input(format!(
+                "a saved state of {} layers, the stack has {}",
+                positions.len(),
+                self.caches.len()
+            )));
+        }
+        let mut rest = data;
+        for (c, &pos) in self.caches.iter_mut().zip(positions) {
+            let want = c.saved_floats_at(pos);
+            if rest.len() < want {
+                return Err(MoshiError::Input("a saved state is truncated".into()));
+            }
+            let (mine, more) = rest.split_at(want);
+            c.restore(pos, mine)
+                .map_err(|e| MoshiError::Input(e.to_string()))?;
+            rest = more;
+        }
+        if !rest.is_empty() {
+            return Err(MoshiError::Input(format!(
+                "a saved state has {} values too many",
+                rest.len()
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl Stack {

@@ -6,9 +6,11 @@
 //! API plus files and sockets.
 
 pub mod errors;
+pub mod persona_cache;
 pub mod prompt;
 
 pub use errors::ConverseError;
+pub use persona_cache::PersonaCache;
 pub use prompt::{run_prompt, PersonaPrompt, PromptReport};
 
 use crate::speech::mimi_init::{InitReply, MimiInit};
@@ -59,6 +61,9 @@ pub struct ConverseOptions {
     pub weights_cache: Option<PathBuf>,
     /// Force PersonaPlex's config when the checkpoint alone cannot tell.
     pub personaplex: bool,
+    /// Keep PersonaPlex sessions after their prompt here (`$VOXLANE_HOME/personas`):
+    /// a repeated persona starts without re-running its prompt.
+    pub persona_cache: Option<PathBuf>,
 }
 
 impl Default for ConverseOptions {
@@ -68,6 +73,7 @@ impl Default for ConverseOptions {
             route: LmWeights::AsStored,
             weights_cache: None,
             personaplex: false,
+            persona_cache: None,
         }
     }
 }
@@ -82,6 +88,21 @@ pub struct Converser {
     frame_size: usize,
     sample_rate: u32,
     weights_note: String,
+    /// The models' identity in persona cache keys.
+    model_id: String,
+    persona_cache: Option<PersonaCache>,
+}
+
+/// A file's identity: path, size, modification time.
+fn file_id(p: &Path) -> String {
+    let meta = std::fs::metadata(p).ok();
+    let mtime = meta
+        .as_ref()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    let path = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    format!("{}:{}:{mtime}", path.display(), meta.map_or(0, |m| m.len()))
 }
 
 /// The LM and Mimi configs `paths` selects (see [`ConversePaths::config`]).
@@ -198,9 +219,22 @@ impl Converser {
         stages.shape().map_err(ConverseError::Mismatch)?;
         let rate = u32::try_from(model.config().sample_rate)
             .map_err(|_| ConverseError::Mismatch("Mimi's sample rate".into()))?;
+        let lm_id = match &paths.lm {
+            WeightsSource::File(f) => file_id(f),
+            WeightsSource::Random(seed) => format!("random:{seed}"),
+        };
+        let model_id = format!(
+            "lm={lm_id};mimi={};route={};chunk={};cfg={cfg:?};mcfg={:?}",
+            file_id(&paths.mimi),
+            opts.route.name(),
+            voxlane_actors::speech::moshi::PREFILL_CHUNK,
+            model.config()
+        );
         Ok(Self {
             wavefront: Wavefront::new(),
             parked: Some(stages),
+            model_id,
+            persona_cache: opts.persona_cache.clone().map(PersonaCache::new),
             spm,
             cfg,
             frame_size: model.frame_size(),
@@ -249,20 +283,24 @@ impl Converser {
                 return Err(ConverseError::NotPersona("a text prompt"));
             }
         }
-        let voice = match voice {
+        let (voice, voice_digest) = match voice {
             Some(p) => {
                 let v = VoicePrompt::load(p, self.cfg.dim, self.cfg.n_q / 2)?;
                 v.check_cache_width(self.cfg.max_delay())?;
-                Some(v)
+                (Some(v), persona_cache::file_digest(p).ok())
             }
-            None => None,
+            None => (None, None),
         };
         let text_ids = match text {
             Some(t) if t.trim().is_empty() => return Err(ConverseError::EmptyTextPrompt),
             Some(t) => self.spm.encode(&wrap_with_system_tags(t)),
             None => Vec::new(),
         };
-        Ok(PersonaPrompt { voice, text_ids })
+        Ok(PersonaPrompt {
+            voice,
+            text_ids,
+            voice_digest,
+        })
     }
 
     fn stages(&mut self) -> Result<Stages, ConverseError> {
@@ -293,14 +331,47 @@ impl Converser {
             })?;
             session_ok(st.encoder.reset(), "the Mimi encoder")?;
             session_ok(st.decoder.reset(), "the Mimi decoder")?;
-            if self.is_persona() {
-                run_prompt(&mut st, persona, self.cfg.text_padding_id as u32)
-            } else {
-                Ok(PromptReport {
+            if !self.is_persona() {
+                return Ok(PromptReport {
                     steps: 0,
                     prefilled: 0,
-                })
+                    cached: false,
+                });
             }
+            // A voice prompt whose file could not be digested is never cached.
+            let key = match (&self.persona_cache, &persona.voice, persona.voice_digest) {
+                (Some(_), Some(_), None) => None,
+                (Some(_), _, digest) => Some(PersonaCache::key(
+                    &self.model_id,
+                    digest.as_ref(),
+                    &persona.text_ids,
+                )),
+                (None, ..) => None,
+            };
+            if let (Some(cache), Some(key)) = (&self.persona_cache, &key) {
+                if let Some(snap) = cache.load(key) {
+                    if st.lm.restore(snap).is_ok() {
+                        return Ok(PromptReport {
+                            steps: st.lm.calls().unwrap_or(0),
+                            prefilled: 0,
+                            cached: true,
+                        });
+                    }
+                }
+            }
+            let report = run_prompt(&mut st, persona, self.cfg.text_padding_id as u32)?;
+            if let (Some(cache), Some(key)) = (&self.persona_cache, &key) {
+                // A cache that cannot be written only costs the next start its prompt.
+                match st.lm.snapshot() {
+                    Ok(snap) => {
+                        if let Err(e) = cache.store(key, &snap) {
+                            tracing::warn!("persona cache not written: {e}");
+                        }
+                    }
+                    Err(e) => tracing::warn!("persona session not saved: {e}"),
+                }
+            }
+            Ok(report)
         })();
         match r {
             Ok(report) => {

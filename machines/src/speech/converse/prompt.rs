@@ -20,6 +20,8 @@ pub struct PersonaPrompt {
     pub voice: Option<VoicePrompt>,
     /// The text prompt's SentencePiece ids (already wrapped in `<system>`).
     pub text_ids: Vec<u32>,
+    /// A digest of the voice prompt file (its identity in the persona cache).
+    pub voice_digest: Option<[u8; 32]>,
 }
 
 /// What the prompt phase did.
@@ -29,6 +31,8 @@ pub struct PromptReport {
     pub steps: usize,
     /// Of them, batched through `prefill`.
     pub prefilled: usize,
+    /// Whether the session came from the persona cache instead.
+    pub cached: bool,
 }
 
 fn encode_ok(r: SessionReply) -> Result<(), ConverseError> {
@@ -101,5 +105,6 @@ pub fn run_prompt(
     Ok(PromptReport {
         steps: stages.lm.calls().unwrap_or(0),
         prefilled,
+        cached: false,
     })
 }

@@ -4,7 +4,8 @@
 
 use super::errors::MoshiExecutorError;
 use super::events::{
-    BindSession, FollowUp, FrameTokens, Initialize, Reply, Sink, Step, WeightsSource,
+    BindSession, FollowUp, FrameTokens, Initialize, PersonaSnapshot, Reply, Sink, Step,
+    WeightsSource,
 };
 use super::guards::{guard_persona_model, guard_route_serial, session_bytes};
 use super::machine::{ExecSession, ExecutorMachine, Gen};
@@ -667,6 +668,100 @@ pub fn effect_restore_tokens(m: &mut ExecutorMachine, t: &[i64], sink: &mut Sink
     let r = match m.session.as_mut().and_then(|s| s.gen.persona()) {
         Some(g) => g.restore_cache(t).map_err(MoshiExecutorError::from),
         None => Err(MoshiExecutorError::NotPersona("restore_tokens")),
+    };
+    match r {
+        Ok(()) => sink.reply = Some(Reply::Ok),
+        Err(e) => reject(m, sink, e),
+    }
+}
+
+/// Check a saved session against the open PersonaPlex session.
+pub fn check_snapshot(
+    m: &ExecutorMachine,
+    s: &Slot<Box<PersonaSnapshot>>,
+) -> Result<(), MoshiExecutorError> {
+    let lm = persona_model(m, "restore")?;
+    let c = lm.config();
+    s.peek(|snap| {
+        let snap = snap.ok_or(MoshiExecutorError::MissingPayload("restore"))?;
+        let ring = c.num_codebooks() * (c.max_delay() + 3);
+        if snap.positions_ok(c.num_layers)
+            && snap.cache.len() == ring
+            && snap.provided.len() == ring
+        {
+            Ok(())
+        } else {
+            Err(MoshiError::Input(format!(
+                "a saved session of {} layers and a ring of {}, the model has {} and {ring}",
+                snap.lm.positions.len(),
+                snap.cache.len(),
+                c.num_layers
+            ))
+            .into())
+        }
+    })
+}
+
+/// Reject a snapshot of a Moshi session.
+pub fn effect_reject_snapshot(m: &mut ExecutorMachine, sink: &mut Sink) {
+    reject(m, sink, MoshiExecutorError::NotPersona("snapshot"));
+}
+
+/// Save the session: the temporal transformer's keys and values, the ring.
+pub fn effect_snapshot_session(m: &mut ExecutorMachine, sink: &mut Sink) {
+    let snap = m.session.as_mut().and_then(|s| {
+        let lm = s.state.snapshot();
+        s.gen.persona().map(|g| {
+            let (cache, provided, offset) = g.snapshot();
+            PersonaSnapshot {
+                lm,
+                cache,
+                provided,
+                offset,
+            }
+        })
+    });
+    match snap {
+        Some(s) => sink.reply = Some(Reply::Snapshot(Box::new(s))),
+        None => reject(m, sink, MoshiExecutorError::NotPersona("snapshot")),
+    }
+}
+
+/// Reject a saved session (named).
+pub fn effect_reject_restore(
+    m: &mut ExecutorMachine,
+    s: &Slot<Box<PersonaSnapshot>>,
+    sink: &mut Sink,
+) {
+    let err = check_snapshot(m, s)
+        .err()
+        .unwrap_or(MoshiExecutorError::NoSession);
+    reject(m, sink, err);
+}
+
+/// Resume a saved session; a damaged one leaves the session at its first call.
+pub fn effect_restore_session(
+    m: &mut ExecutorMachine,
+    s: &Slot<Box<PersonaSnapshot>>,
+    sink: &mut Sink,
+) {
+    let r = match (m.session.as_mut(), s.take()) {
+        (Some(sess), Some(snap)) => {
+            let r = sess
+                .state
+                .restore(&snap.lm)
+                .and_then(|()| match sess.gen.persona() {
+                    Some(g) => g.restore_snapshot(&snap.cache, &snap.provided, snap.offset),
+                    None => Ok(()),
+                });
+            if r.is_err() {
+                sess.state.reset();
+                sess.gen.reset();
+            }
+            r.map_err(MoshiExecutorError::from)
+        }
+        (None, _) => Err(MoshiExecutorError::NoSession),
+        (_, None) => Err(MoshiExecutorError::MissingPayload("restore")),
     };
     match r {
         Ok(()) => sink.reply = Some(Reply::Ok),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use voxlane_actors::speech::moshi::config::MAX_DEP_Q;
 use voxlane_actors::speech::moshi::{
-    CacheUse, LmWeights, MoshiConfig, PromptFrame, StreamSampling,
+    CacheUse, LmSnapshot, LmWeights, MoshiConfig, PromptFrame, StreamSampling,
 };
 use voxlane_runtime::{DiagnosticsSnapshot, LanePool};
 
@@ -56,6 +56,27 @@ pub struct Step<'a> {
     /// Teacher-forced audio tokens: `dep_q` (Moshi), or the agent's
     /// `n_q / 2` codes at their delays (PersonaPlex's provided tokens).
     pub forced_audio: Option<&'a [u32]>,
+}
+
+/// A PersonaPlex session after its prompt: the temporal transformer's
+/// keys and values and the token ring (what a persona cache file holds).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PersonaSnapshot {
+    /// The temporal transformer.
+    pub lm: LmSnapshot,
+    /// The ring's tokens, `[streams][max_delay + 3]`.
+    pub cache: Vec<i64>,
+    /// The ring's provided mask.
+    pub provided: Vec<bool>,
+    /// Calls the ring had taken.
+    pub offset: usize,
+}
+
+impl PersonaSnapshot {
+    /// One saved position per layer of a `layers`-deep temporal transformer.
+    pub fn positions_ok(&self, layers: usize) -> bool {
+        self.lm.positions.len() == layers
+    }
 }
 
 /// Tokens of one output frame: the text token then `dep_q` audio tokens,
@@ -109,6 +130,10 @@ pub enum Event<'a> {
     RestoreTokens(&'a [i64]),
     /// Outcome: PersonaPlex's first call (its ring has nothing to step yet).
     CallPending,
+    /// PersonaPlex: save the session (after its prompt) for a persona cache.
+    Snapshot,
+    /// PersonaPlex: resume a saved session.
+    Restore(Slot<Box<PersonaSnapshot>>),
     /// Outcome: the temporal transformer stepped (text logits ready).
     TemporalDone,
     /// Outcome: a depformer step ran (codebook logits ready).
@@ -143,6 +168,8 @@ impl Event<'_> {
             Self::StepEmbedding(_) => "step_embedding",
             Self::RestoreTokens(_) => "restore_tokens",
             Self::CallPending => "call_pending",
+            Self::Snapshot => "snapshot",
+            Self::Restore(_) => "restore",
             Self::TemporalDone => "temporal_done",
             Self::DepformerDone => "depformer_done",
             Self::StepDone => "step_done",
@@ -174,6 +201,8 @@ pub enum Reply {
     Frame(FrameTokens),
     /// `step_done` during the first `max_delay` calls: no frame yet.
     Pending,
+    /// `snapshot`: the saved session.
+    Snapshot(Box<PersonaSnapshot>),
     /// `prefill_done`: the calls taken.
     Prefilled {
         /// Prompt calls stepped.

@@ -104,6 +104,33 @@ pub fn guard_embedding_valid(m: &ExecutorMachine, e: &[f32]) -> bool {
     !guard_embedding_invalid(m, e)
 }
 
+/// The open session is Moshi's: nothing to snapshot for a persona.
+pub fn guard_session_moshi(m: &ExecutorMachine) -> bool {
+    !guard_persona_model(m)
+}
+
+/// The open session is PersonaPlex's.
+pub fn guard_session_persona(m: &ExecutorMachine) -> bool {
+    guard_persona_model(m)
+}
+
+/// A saved session the open one cannot take: not PersonaPlex, or another
+/// model's layer count, ring or provided mask.
+pub fn guard_snapshot_invalid(
+    m: &ExecutorMachine,
+    s: &crate::core::Slot<Box<super::events::PersonaSnapshot>>,
+) -> bool {
+    super::actions::check_snapshot(m, s).is_err()
+}
+
+/// A saved session the open PersonaPlex session takes.
+pub fn guard_snapshot_valid(
+    m: &ExecutorMachine,
+    s: &crate::core::Slot<Box<super::events::PersonaSnapshot>>,
+) -> bool {
+    !guard_snapshot_invalid(m, s)
+}
+
 /// A saved token ring the session cannot take: not PersonaPlex, or the wrong size or values.
 pub fn guard_tokens_invalid(m: &ExecutorMachine, t: &[i64]) -> bool {
     super::actions::check_tokens(m, t).is_err()

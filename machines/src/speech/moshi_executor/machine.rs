@@ -7,7 +7,9 @@
 
 use super::actions::*;
 use super::errors::MoshiExecutorError;
-use super::events::{BindSession, Event, FrameTokens, Initialize, Reply, Sink, Step};
+use super::events::{
+    BindSession, Event, FrameTokens, Initialize, PersonaSnapshot, Reply, Sink, Step,
+};
 use super::guards::*;
 use super::table::SPEC;
 use crate::core::Bookkeeping;
@@ -323,6 +325,26 @@ impl ExecutorMachine {
                 guard_tokens_valid,
                 effect_restore_tokens(self, t, context)
             ),
+            Event::Snapshot if guard_session_moshi(self) => internal!(
+                self,
+                guard_session_moshi,
+                effect_reject_snapshot(self, context)
+            ),
+            Event::Snapshot => internal!(
+                self,
+                guard_session_persona,
+                effect_snapshot_session(self, context)
+            ),
+            Event::Restore(s) if guard_snapshot_invalid(self, s) => internal!(
+                self,
+                guard_snapshot_invalid,
+                effect_reject_restore(self, s, context)
+            ),
+            Event::Restore(s) => internal!(
+                self,
+                guard_snapshot_valid,
+                effect_restore_session(self, s, context)
+            ),
             Event::ResetSession => internal!(self, always, effect_reset_session(self, context)),
             Event::Close => transition!(self, always, effect_close(self, context), State::closed()),
             _ => Super,
@@ -564,6 +586,24 @@ impl MoshiExecutor {
     pub fn restore_tokens(&mut self, cache: &[i64]) -> Result<(), MoshiExecutorError> {
         let r = self.handle(&Event::RestoreTokens(cache));
         expect(r, "restore_tokens", self.state(), |r| match r {
+            Reply::Ok => Some(()),
+            _ => None,
+        })
+    }
+
+    /// PersonaPlex: the session saved (after a prompt, for a persona cache).
+    pub fn snapshot(&mut self) -> Result<PersonaSnapshot, MoshiExecutorError> {
+        let r = self.handle(&Event::Snapshot);
+        expect(r, "snapshot", self.state(), |r| match r {
+            Reply::Snapshot(s) => Some(*s),
+            _ => None,
+        })
+    }
+
+    /// PersonaPlex: resume a saved session.
+    pub fn restore(&mut self, snapshot: PersonaSnapshot) -> Result<(), MoshiExecutorError> {
+        let r = self.handle(&Event::Restore(crate::core::Slot::new(Box::new(snapshot))));
+        expect(r, "restore", self.state(), |r| match r {
             Reply::Ok => Some(()),
             _ => None,
         })

@@ -26,6 +26,8 @@ pub mod machine;
 pub mod table;
 
 pub use errors::MoshiExecutorError;
-pub use events::{BindSession, Event, FrameTokens, Initialize, Reply, Sink, Step, WeightsSource};
+pub use events::{
+    BindSession, Event, FrameTokens, Initialize, PersonaSnapshot, Reply, Sink, Step, WeightsSource,
+};
 pub use machine::MoshiExecutor;
 pub use table::SPEC;
