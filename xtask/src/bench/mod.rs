@@ -1,10 +1,11 @@
 //! `cargo xtask bench <target> [--json FILE] [--md FILE] [--quick] [--threads 1,2]`;
-//! targets `kernels`, `mimi [--model F --config C]`, `kokoro`, `moshi`.
+//! targets `kernels`, `mimi [--model F --config C]`, `kokoro`, `moshi`, `converse`.
 //!
 //! Benchmarks measure speed against a reference measured in the same run on
 //! the same machine, and report ratios; they never assert timings.
 
 mod bandwidth;
+mod converse;
 mod kernels;
 mod kokoro;
 mod mimi;
@@ -59,7 +60,7 @@ fn parse(args: &[String]) -> Result<(String, BenchOptions), String> {
         }
     }
     Ok((
-        target.ok_or("bench needs a target: kernels, mimi, kokoro, moshi")?,
+        target.ok_or("bench needs a target: kernels, mimi, kokoro, moshi, converse")?,
         opts,
     ))
 }
@@ -70,6 +71,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("mimi-child") => return mimi::child(&args[1..]),
         Some("kokoro-child") => return kokoro::child(&args[1..]),
         Some("moshi-child") => return moshi::child(&args[1..]),
+        Some("converse-child") => return converse::child(&args[1..]),
         _ => {}
     }
     // Target-specific options (model files) pass through to the target.
@@ -92,9 +94,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "mimi" => return mimi::run(&opts, &extra),
         "kokoro" => return kokoro::run(&opts),
         "moshi" => return moshi::run(&opts),
+        "converse" => return converse::run(&opts),
         other => {
             return Err(format!(
-                "unknown bench target `{other}` (available: kernels, mimi, kokoro, moshi)"
+                "unknown bench target `{other}` (available: kernels, mimi, kokoro, moshi, converse)"
             ))
         }
     };
