@@ -157,8 +157,12 @@ enum Command {
         #[arg(long)]
         pin: bool,
     },
-    /// List the state machines.
-    Machines,
+    /// List the state machines (`--json`: every machine's states, events and edges).
+    Machines {
+        /// Print JSON: each machine's family, states, events and edges.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a machine's mermaid diagram (generated from its transition table).
     Diagram {
         /// Machine name, as listed by `voxlane machines`.
@@ -196,7 +200,7 @@ pub fn run_with_stdin(cli: Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
         Command::Converse(a) => converse::run(*a, out),
         Command::Fetch => fetch::run(out),
         Command::Info { threads, pin } => info::run(threads, pin, out),
-        Command::Machines => machines::run(out),
+        Command::Machines { json } => machines::run(json, out),
         Command::Diagram { machine } => diagram::run(machine, out),
     }
 }

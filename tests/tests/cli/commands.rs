@@ -57,6 +57,26 @@ fn machines_and_diagram_come_from_the_tables() {
     );
     let (r, _) = run(&["diagram", "no_such_machine"]);
     assert!(matches!(r, Err(CliError::UnknownMachine(m)) if m == "no_such_machine"));
+    // `--json`: every registered machine with its whole table.
+    let (r, out) = run(&["machines", "--json"]);
+    r.unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let machines = v["machines"].as_array().unwrap();
+    let specs = voxlane_machines::core::registry::all_specs();
+    assert_eq!(machines.len(), specs.len());
+    let wf = machines
+        .iter()
+        .find(|m| m["name"] == "speech_wavefront")
+        .unwrap();
+    assert_eq!(wf["family"], "speech");
+    assert_eq!(wf["initial"], "unbound");
+    let spec = &voxlane_machines::speech::wavefront::SPEC;
+    assert_eq!(
+        wf["edges"].as_array().unwrap().len(),
+        spec.transitions.len()
+    );
+    assert_eq!(wf["events"].as_array().unwrap().len(), spec.events.len());
+    assert_eq!(wf["edges"][0]["guard"], spec.transitions[0].guard);
 }
 
 /// A fresh temp folder for one test.
