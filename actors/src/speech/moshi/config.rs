@@ -124,6 +124,35 @@ impl MoshiConfig {
         self.n_q - self.dep_q
     }
 
+    /// PersonaPlex: the depformer predicts both speakers (`dep_q == n_q`).
+    pub fn is_persona(&self) -> bool {
+        self.dep_q == self.n_q
+    }
+
+    /// Keys a temporal query attends to. Kyutai's `moshi` 0.2.13 attends to
+    /// the last `context` positions; NVIDIA's PersonaPlex fork keeps moshi's
+    /// older `RingKVCache`, whose position arithmetic (`delta <= 0`) gives
+    /// the oldest slot of a full ring a future position, so the mask drops it:
+    /// `context − 1` keys once the ring has wrapped (measured against
+    /// NVIDIA's reference logits to 1e-7).
+    pub fn attention_window(&self) -> usize {
+        if self.is_persona() {
+            self.context.saturating_sub(1).max(1)
+        } else {
+            self.context
+        }
+    }
+
+    /// Keys a depformer step attends to (its ring holds `dep_q` steps; the
+    /// same older ring drops the first step from PersonaPlex's last one).
+    pub fn depformer_window(&self) -> usize {
+        if self.is_persona() {
+            self.dep_q.saturating_sub(1).max(1)
+        } else {
+            self.dep_q
+        }
+    }
+
     /// The largest stream delay.
     pub fn max_delay(&self) -> usize {
         self.delays.iter().copied().max().unwrap_or(0)
