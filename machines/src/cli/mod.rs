@@ -2,6 +2,7 @@
 //! and speaks in `synth.rs`). Each parses its flags, validates them into
 //! typed errors (never a panic), and drives machines through the public API.
 
+pub mod converse;
 pub mod diagram;
 pub mod fetch;
 pub mod info;
@@ -107,6 +108,9 @@ pub enum CliError {
     /// The Moshi executor refused or failed (config, weights, sampling, codes).
     #[error(transparent)]
     Moshi(crate::speech::moshi_executor::MoshiExecutorError),
+    /// A conversation could not be set up or failed (models, persona, frames).
+    #[error(transparent)]
+    Converse(#[from] crate::speech::converse::ConverseError),
     /// The Mimi codec failed on a batch call.
     #[error(transparent)]
     Mimi(#[from] voxlane_actors::speech::mimi::MimiError),
@@ -142,6 +146,8 @@ enum Command {
         #[command(subcommand)]
         command: Box<moshi::MoshiCommand>,
     },
+    /// A full-duplex conversation: the user's WAV in, the agent's WAV out (Moshi or PersonaPlex).
+    Converse(Box<converse::ConverseArgs>),
     /// Show the CPU features and SIMD route kernels will use.
     Info {
         /// Compute threads to check the budget for.
@@ -187,6 +193,7 @@ pub fn run_with_stdin(cli: Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
         }
         Command::Mimi { command } => mimi::run(command, out),
         Command::Moshi { command } => moshi::run(*command, out),
+        Command::Converse(a) => converse::run(*a, out),
         Command::Fetch => fetch::run(out),
         Command::Info { threads, pin } => info::run(threads, pin, out),
         Command::Machines => machines::run(out),

@@ -40,21 +40,9 @@ pub enum MoshiCommand {
 }
 
 /// The LM and sampling flags both subcommands take.
+/// Sampling flags of the text and audio streams (shared by `moshi` and `converse`).
 #[derive(Debug, Clone, clap::Args)]
-pub struct LmArgs {
-    /// LM weights (`model.safetensors`, official naming; bf16, f16 or f32).
-    #[arg(long)]
-    pub model: Option<PathBuf>,
-    /// No checkpoint: seeded random weights in the config's shape (smoke runs, benchmarks).
-    #[arg(long, value_name = "SEED", conflicts_with = "model")]
-    pub random_weights: Option<u64>,
-    /// Config JSON with an `lm_config` object (default: the official Moshi 7B).
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// Storage of the linears: stored (as in the file), f32, bf16, q8_0, q4_0
-    /// (default: q8_0 for models of 1B parameters or more, else as stored).
-    #[arg(long)]
-    pub weights: Option<String>,
+pub struct SamplingArgs {
     /// Argmax on every stream (same as temperatures 0).
     #[arg(long)]
     pub greedy: bool,
@@ -76,6 +64,26 @@ pub struct LmArgs {
     /// Text top-p (default off).
     #[arg(long, allow_negative_numbers = true)]
     pub text_top_p: Option<f32>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct LmArgs {
+    /// LM weights (`model.safetensors`, official naming; bf16, f16 or f32).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// No checkpoint: seeded random weights in the config's shape (smoke runs, benchmarks).
+    #[arg(long, value_name = "SEED", conflicts_with = "model")]
+    pub random_weights: Option<u64>,
+    /// Config JSON with an `lm_config` object (default: the official Moshi 7B).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Storage of the linears: stored (as in the file), f32, bf16, q8_0, q4_0
+    /// (default: q8_0 for models of 1B parameters or more, else as stored).
+    #[arg(long)]
+    pub weights: Option<String>,
+    /// Sampling of the text and audio streams.
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
     /// Seed of the samplers (a seed reproduces a run exactly).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -133,7 +141,8 @@ fn moshi_err(e: MoshiExecutorError) -> CliError {
     CliError::Moshi(e)
 }
 
-fn require_file(
+/// `path`, required by `flag` and existing.
+pub fn require_file(
     path: &Option<PathBuf>,
     flag: &'static str,
     what: &'static str,
@@ -146,7 +155,8 @@ fn require_file(
     Ok(p)
 }
 
-fn output_path(o: &Option<PathBuf>, ext: &str) -> Result<PathBuf, CliError> {
+/// The output path, required, with extension `ext`, writable.
+pub fn output_path(o: &Option<PathBuf>, ext: &str) -> Result<PathBuf, CliError> {
     let out = o.clone().ok_or(CliError::MissingFlag {
         flag: "-o/--output",
         detail: "the output file",
@@ -168,7 +178,8 @@ fn output_path(o: &Option<PathBuf>, ext: &str) -> Result<PathBuf, CliError> {
 }
 
 /// The sampling the flags ask for (checked later against the vocabularies).
-fn sampling(a: &LmArgs) -> StreamSampling {
+/// The streams' sampling from the flags (defaults: Moshi's).
+pub fn sampling(a: &SamplingArgs) -> StreamSampling {
     if a.greedy {
         return StreamSampling::GREEDY;
     }
@@ -228,7 +239,7 @@ fn load_lm(a: &LmArgs) -> Result<Lm, CliError> {
         None if params >= 1_000_000_000 => LmWeights::Q8_0,
         None => LmWeights::AsStored,
     };
-    let sampling = sampling(a);
+    let sampling = sampling(&a.sampling);
     // Sampling values are checked before the (slow) model load.
     for (stream, p, vocab) in [
         ("text", sampling.text, cfg.text_card),

@@ -37,13 +37,14 @@ pub const FAMILIES: &[Family] = &[
     },
     Family {
         name: "speech",
-        doc: "The Mimi codec (setup, streaming encode/decode sessions) and the Moshi LM (executor, sampler).",
+        doc: "The Mimi codec (setup, streaming encode/decode sessions), the Moshi/PersonaPlex LM (executor, sampler) and the conversation wavefront that pipelines them.",
         specs: &[
             &crate::speech::mimi_init::SPEC,
             &crate::speech::mimi_session::encode::SPEC,
             &crate::speech::mimi_session::decode::SPEC,
             &crate::speech::moshi_executor::SPEC,
             &crate::speech::logits_sampler::SPEC,
+            &crate::speech::wavefront::SPEC,
         ],
     },
     Family {

@@ -11,9 +11,15 @@
 //!   per `step` (temporal transformer, text token, depformer per codebook);
 //! - [`logits_sampler`] (`logits_sampler`): one stream's token choice
 //!   (greedy, temperature, top-k, top-p from a seeded generator), held by
-//!   the executor per stream.
+//!   the executor per stream;
+//! - [`wavefront`] (`speech_wavefront`): one conversation's frames
+//!   pipelined through Mimi encode, the LM and Mimi decode;
+//! - [`converse`]: the public conversation API over them (models loaded
+//!   once, a persona's prompt phase, frames in and out).
 
+pub mod converse;
 pub mod logits_sampler;
 pub mod mimi_init;
 pub mod mimi_session;
 pub mod moshi_executor;
+pub mod wavefront;

@@ -3,6 +3,7 @@
 //! end to end on the real model.
 
 mod commands;
+mod converse;
 mod mimi;
 mod moshi;
 mod speak_e2e;

@@ -452,6 +452,11 @@ fn every_event() -> Vec<Event<'static>> {
             forced_text: None,
             forced_audio: None,
         }),
+        Event::Prefill(&[]),
+        Event::PrefillDone,
+        Event::StepEmbedding(&[0.0; 4]),
+        Event::RestoreTokens(&[0; 4]),
+        Event::CallPending,
         Event::TemporalDone,
         Event::DepformerDone,
         Event::StepDone,
@@ -505,6 +510,8 @@ fn executor_obeys_its_table() {
     let fired = ex.take_trace();
     assert_declared(spec, &fired);
     log.extend(fired);
+    // PersonaPlex's session and its prompt edges.
+    log.extend(persona_edges());
     // The lanes route.
     let mut ex = MoshiExecutor::traced();
     ex.initialize(init(wide_config(), WeightsSource::Random(2), 2))
@@ -513,6 +520,101 @@ fn executor_obeys_its_table() {
     run(&mut ex, &frames[..2], None);
     log.extend(ex.take_trace());
     assert_all_reached(spec, &log);
+}
+
+/// A PersonaPlex executor (the `personaplex-tiny` fixture) through its
+/// session, prefill, saved-embedding and token-ring edges; returns the edges.
+fn persona_edges() -> Vec<voxlane_machines::core::Fired> {
+    use voxlane_actors::speech::moshi::{PromptFrame, SILENCE_TOKENS, SINE_TOKENS};
+    let pp = |n: &str| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/fixtures/personaplex-tiny")
+            .join(n)
+    };
+    let cfg = MoshiConfig::from_file(&pp("config.json")).unwrap();
+    let (dim, streams) = (cfg.dim, cfg.num_codebooks());
+    let mut ex = MoshiExecutor::traced();
+    ex.initialize(init(cfg, WeightsSource::File(pp("lm.safetensors")), 1))
+        .unwrap();
+    ex.bind_session(greedy_session()).unwrap();
+    // A new session from `ready`, and its two rejections.
+    ex.bind_session(greedy_session()).unwrap();
+    let bad_temp = BindSession {
+        sampling: StreamSampling {
+            text: SamplingParams {
+                temperature: -1.0,
+                top_k: None,
+                top_p: None,
+            },
+            audio: SamplingParams::GREEDY,
+        },
+        ..greedy_session()
+    };
+    assert!(matches!(
+        ex.bind_session(bad_temp),
+        Err(MoshiExecutorError::Sampler { .. })
+    ));
+    assert!(matches!(
+        ex.bind_session(BindSession {
+            capacity_bytes: Some(10),
+            ..greedy_session()
+        }),
+        Err(MoshiExecutorError::Capacity { .. })
+    ));
+    let call = |text| PromptFrame {
+        user: SINE_TOKENS.to_vec(),
+        agent: SILENCE_TOKENS.to_vec(),
+        text,
+    };
+    // PersonaPlex's first call steps nothing.
+    let first = Step {
+        other_codes: &SINE_TOKENS,
+        forced_text: Some(3),
+        forced_audio: Some(&SILENCE_TOKENS),
+    };
+    assert_eq!(ex.frame(first).unwrap(), None);
+    assert_eq!(ex.prefill(&[call(3), call(5), call(3)]).unwrap(), 3);
+    let short = PromptFrame {
+        user: vec![1; 3],
+        ..call(3)
+    };
+    assert!(matches!(
+        ex.prefill(&[short]),
+        Err(MoshiExecutorError::CodesShape { got: 3, want: 8 })
+    ));
+    ex.step_embedding(&vec![0.01; dim]).unwrap();
+    assert!(ex.step_embedding(&[0.0; 3]).is_err());
+    assert!(ex.step_embedding(&vec![f32::NAN; dim]).is_err());
+    ex.restore_tokens(&vec![0; streams * 4]).unwrap();
+    assert!(ex.restore_tokens(&[0; 5]).is_err());
+    // A conversation call leaves the agent's delayed codebooks sampled, so a
+    // prefill after it fails in the model (`prefilling` → `step_error`).
+    ex.frame(Step {
+        other_codes: &SINE_TOKENS,
+        forced_text: None,
+        forced_audio: None,
+    })
+    .unwrap();
+    let e = ex.prefill(&[call(3)]).unwrap_err();
+    assert!(e.to_string().contains("not provided"), "{e}");
+    assert_eq!(ex.state(), "ready");
+    // A Moshi session refuses PersonaPlex's requests by name.
+    let mut moshi = MoshiExecutor::new();
+    moshi
+        .initialize(init(
+            tiny_config(),
+            WeightsSource::File(fixture("model.safetensors")),
+            1,
+        ))
+        .unwrap();
+    moshi.bind_session(greedy_session()).unwrap();
+    assert!(matches!(
+        moshi.prefill(&[call(3)]),
+        Err(MoshiExecutorError::NotPersona("prefill"))
+    ));
+    let fired = ex.take_trace();
+    assert_declared(&moshi_executor::SPEC, &fired);
+    fired
 }
 
 #[test]
@@ -575,7 +677,7 @@ proptest! {
 
     /// Random event sequences never panic and only take declared edges.
     #[test]
-    fn executor_survives_random_sequences(seq in proptest::collection::vec(0usize..23, 1..24)) {
+    fn executor_survives_random_sequences(seq in proptest::collection::vec(0usize..28, 1..24)) {
         let mut ex = MoshiExecutor::traced();
         let events = every_event();
         for i in seq {

@@ -8,6 +8,7 @@
 //! The no-allocation test is its own target (`speech_alloc.rs`): it installs
 //! a counting global allocator for the whole process.
 
+mod converse;
 mod machine_mimi;
 mod machine_moshi;
 mod mimi_bench;

@@ -25,7 +25,10 @@ pub use config::MoshiConfig;
 pub use error::MoshiError;
 pub use lmgen::LmGen;
 pub use model::{CacheUse, LmState, LmWeights, MoshiLm};
-pub use persona::{PersonaGen, PersonaSession};
+pub use persona::{
+    prefill, wrap_with_system_tags, PersonaGen, PersonaSession, PromptFrame, PREFILL_CHUNK,
+    SILENCE_FRAMES, SILENCE_TOKENS, SINE_TOKENS,
+};
 pub use session::{MoshiSession, StreamSampling};
 
 #[cfg(test)]

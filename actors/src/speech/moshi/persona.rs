@@ -14,6 +14,27 @@
 use super::config::MoshiConfig;
 use super::error::MoshiError;
 
+/// The agent's codes for a silent frame (`SILENCE_TOKENS` in NVIDIA's `lm.py`).
+pub const SILENCE_TOKENS: [u32; 8] = [948, 243, 1178, 546, 1736, 1030, 1978, 2008];
+
+/// The user's codes during the prompt: Mimi's code of a quiet 440 Hz sine
+/// (`SINE_TOKENS` in NVIDIA's `lm.py`).
+pub const SINE_TOKENS: [u32; 8] = [430, 1268, 381, 1611, 1095, 1495, 56, 472];
+
+/// Silent frames after the voice prompt and after the text prompt: 0.5 s at 12.5 Hz.
+pub const SILENCE_FRAMES: usize = 6;
+
+/// `wrap_with_system_tags` of NVIDIA's `offline.py`: the text prompt as the
+/// model was trained on it, `<system> … <system>` (unless already wrapped).
+pub fn wrap_with_system_tags(text: &str) -> String {
+    let t = text.trim();
+    if t.starts_with("<system>") && t.ends_with("<system>") {
+        t.to_string()
+    } else {
+        format!("<system> {t} <system>")
+    }
+}
+
 /// A slot not yet generated.
 const UNGENERATED: i64 = -2;
 
@@ -202,6 +223,18 @@ impl PersonaGen {
         }))
     }
 
+    /// Prepare a saved-embedding call (moshi's `step_embeddings`): every
+    /// stream provided with its initial token, text `text_pad`, repeated
+    /// until the ring yields a step (the very first call yields none).
+    pub fn prepare_replay(&mut self, audio_initial: u32, text_pad: u32) -> Result<(), MoshiError> {
+        let dummy = vec![audio_initial; self.per_stream];
+        while self
+            .prepare(Some(&dummy), Some(&dummy), Some(text_pad))?
+            .is_none()
+        {}
+        Ok(())
+    }
+
     /// The last prepared call's input and targets.
     pub fn prepared(&self) -> Prepared<'_> {
         Prepared {
@@ -248,6 +281,53 @@ impl PersonaGen {
         self.offset += 1;
         Ok(Some(&self.out))
     }
+}
+
+/// One prompt call whose every stream is provided: the user's codes, the
+/// agent's codes and the text token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptFrame {
+    /// The other speaker's codebooks (the sine tokens in a prompt).
+    pub user: Vec<u32>,
+    /// The model's own codebooks (voice prompt codes or silence).
+    pub agent: Vec<u32>,
+    /// The text token (PAD or a text prompt piece).
+    pub text: u32,
+}
+
+/// Calls of a prompt whose every token is provided (the voice prompt's
+/// codes, silence, the text prompt): their inputs are all known, so the
+/// temporal transformer takes them [`PREFILL_CHUNK`] frames at a time and
+/// the depformer, whose tokens the prompt would overwrite, is skipped. The
+/// same KV rings and ring of tokens as stepping each call, bit for bit
+/// (`state` must be sized for [`PREFILL_CHUNK`] frames).
+pub fn prefill(
+    lm: &super::MoshiLm,
+    state: &mut super::LmState,
+    gen: &mut PersonaGen,
+    pool: &impl voxlane_runtime::Fork,
+    calls: &[PromptFrame],
+) -> Result<(), MoshiError> {
+    let k = gen.streams();
+    let audio = vec![0; lm.config().dep_q];
+    let mut rows: Vec<u32> = Vec::with_capacity(PREFILL_CHUNK * k);
+    for (i, c) in calls.iter().enumerate() {
+        if let Some(p) = gen.prepare(Some(&c.user), Some(&c.agent), Some(c.text))? {
+            if let Some(s) = p.provided.iter().position(|&v| !v) {
+                return Err(MoshiError::Input(format!(
+                    "prefill call {i}: stream {s} is not provided, so its token would be sampled"
+                )));
+            }
+            rows.extend_from_slice(p.input);
+            // Every target is provided: nothing sampled is stored.
+            gen.commit(0, &audio)?;
+        }
+        if rows.len() == PREFILL_CHUNK * k || (i + 1 == calls.len() && !rows.is_empty()) {
+            lm.forward_text(pool, state, &rows, rows.len() / k, false)?;
+            rows.clear();
+        }
+    }
+    Ok(())
 }
 
 /// Frames a prefill runs through the temporal transformer at once (the
@@ -312,39 +392,14 @@ impl PersonaSession {
         &mut self.gen
     }
 
-    /// Calls of a prompt whose every token is provided (the voice prompt's
-    /// codes, silence, the text prompt): their inputs are all known, so the
-    /// temporal transformer takes them [`PREFILL_CHUNK`] frames at a time
-    /// and the depformer, whose tokens the prompt would overwrite, is
-    /// skipped. The same KV rings and ring of tokens as stepping each call,
-    /// bit for bit. Each item is one call's `(user, agent, text)`.
+    /// Calls of a prompt whose every token is provided, batched through
+    /// the temporal transformer (see [`prefill`]).
     pub fn prefill(
         &mut self,
         pool: &impl voxlane_runtime::Fork,
-        calls: &[(Vec<u32>, Vec<u32>, u32)],
+        calls: &[PromptFrame],
     ) -> Result<(), MoshiError> {
-        let k = self.gen.streams();
-        let audio = vec![0; self.audio.len()];
-        let mut rows: Vec<u32> = Vec::with_capacity(PREFILL_CHUNK * k);
-        for (i, (user, agent, text)) in calls.iter().enumerate() {
-            if let Some(p) = self.gen.prepare(Some(user), Some(agent), Some(*text))? {
-                if let Some(s) = p.provided.iter().position(|&v| !v) {
-                    return Err(MoshiError::Input(format!(
-                        "prefill call {i}: stream {s} is not provided, so its token would be sampled"
-                    )));
-                }
-                rows.extend_from_slice(p.input);
-                // Every target is provided: nothing sampled is stored.
-                self.gen.commit(0, &audio)?;
-            }
-            if rows.len() == PREFILL_CHUNK * k || (i + 1 == calls.len() && !rows.is_empty()) {
-                let t = rows.len() / k;
-                self.lm
-                    .forward_text(pool, &mut self.state, &rows, t, false)?;
-                rows.clear();
-            }
-        }
-        Ok(())
+        prefill(&self.lm, &mut self.state, &mut self.gen, pool, calls)
     }
 
     /// One call with the given provided tokens; `Some` frame once the delays are filled.
@@ -369,14 +424,7 @@ impl PersonaSession {
         text_pad: u32,
     ) -> Result<Option<&[u32]>, MoshiError> {
         let init = self.lm.config().audio_initial_token();
-        let per = self.gen.per_stream();
-        let dummy = vec![init; per];
-        // The reference prepares until the ring yields a step (the first call yields none).
-        while self
-            .gen
-            .prepare(Some(&dummy), Some(&dummy), Some(text_pad))?
-            .is_none()
-        {}
+        self.gen.prepare_replay(init, text_pad)?;
         self.run(pool, Some(embedding))
     }
 

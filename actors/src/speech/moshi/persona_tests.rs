@@ -166,20 +166,27 @@ fn batched_prefill_equals_stepping_the_prompts() {
     let pool = LanePool::new(2).unwrap();
     let (sine, silence) = (ids(&cfg, "sine_tokens"), ids(&cfg, "silence_tokens"));
     let n = cfg["silence_frames"].as_u64().unwrap() as usize;
-    let mut calls: Vec<(Vec<u32>, Vec<u32>, u32)> = frames("voice_prompt_codes.npy")
+    let call = |agent: Vec<u32>, text| PromptFrame {
+        user: sine.clone(),
+        agent,
+        text,
+    };
+    let mut calls: Vec<PromptFrame> = frames("voice_prompt_codes.npy")
         .into_iter()
-        .map(|a| (sine.clone(), a, 3))
+        .map(|a| call(a, 3))
         .collect();
-    calls.extend(std::iter::repeat_n((sine.clone(), silence.clone(), 3), n));
+    calls.extend(std::iter::repeat_n(call(silence.clone(), 3), n));
     calls.extend(
         ids(&cfg, "text_prompt_ids")
             .into_iter()
-            .map(|t| (sine.clone(), silence.clone(), t)),
+            .map(|t| call(silence.clone(), t)),
     );
-    calls.extend(std::iter::repeat_n((sine.clone(), silence.clone(), 3), n));
+    calls.extend(std::iter::repeat_n(call(silence.clone(), 3), n));
     let mut stepped = PersonaSession::new(model(), StreamSampling::GREEDY, 0).unwrap();
-    for (u, a, t) in &calls {
-        stepped.step(&pool, Some(u), Some(a), Some(*t)).unwrap();
+    for c in &calls {
+        stepped
+            .step(&pool, Some(&c.user), Some(&c.agent), Some(c.text))
+            .unwrap();
     }
     let mut batched = PersonaSession::new(model(), StreamSampling::GREEDY, 0).unwrap();
     batched.prefill(&pool, &calls).unwrap();

@@ -6,12 +6,14 @@ use super::errors::MoshiExecutorError;
 use super::events::{
     BindSession, FollowUp, FrameTokens, Initialize, Reply, Sink, Step, WeightsSource,
 };
-use super::guards::{guard_route_serial, session_bytes};
-use super::machine::{ExecSession, ExecutorMachine};
+use super::guards::{guard_persona_model, guard_route_serial, session_bytes};
+use super::machine::{ExecSession, ExecutorMachine, Gen};
 use crate::core::Slot;
 use crate::speech::logits_sampler::{Configure, LogitsSampler, SamplerMachineError};
 use std::sync::Arc;
-use voxlane_actors::speech::moshi::{CacheUse, LmGen, MoshiError, MoshiLm};
+use voxlane_actors::speech::moshi::{
+    CacheUse, LmGen, MoshiError, MoshiLm, PersonaGen, PromptFrame, PREFILL_CHUNK,
+};
 use voxlane_runtime::Fork;
 
 fn reject(m: &mut ExecutorMachine, sink: &mut Sink, err: MoshiExecutorError) {
@@ -27,10 +29,17 @@ fn take(e: &Slot<MoshiExecutorError>, kind: &'static str) -> MoshiExecutorError 
 pub fn check_step(m: &ExecutorMachine, s: &Step<'_>) -> Result<(), MoshiExecutorError> {
     let lm = m.model.as_ref().ok_or(MoshiExecutorError::NotInitialized)?;
     let c = lm.config();
-    if s.other_codes.len() != c.user_codebooks() {
+    let persona = guard_persona_model(m);
+    // PersonaPlex reads the user's half of its streams and may be given the agent's half.
+    let (user, forced) = if persona {
+        (c.n_q / 2, c.n_q / 2)
+    } else {
+        (c.user_codebooks(), c.dep_q)
+    };
+    if s.other_codes.len() != user {
         return Err(MoshiExecutorError::CodesShape {
             got: s.other_codes.len(),
-            want: c.user_codebooks(),
+            want: user,
         });
     }
     if let Some((index, &code)) = s
@@ -52,15 +61,72 @@ pub fn check_step(m: &ExecutorMachine, s: &Step<'_>) -> Result<(), MoshiExecutor
         )));
     }
     if let Some(a) = s.forced_audio {
-        if a.len() != c.dep_q || a.iter().any(|&v| v as usize >= c.card) {
+        if a.len() != forced || a.iter().any(|&v| v as usize >= c.card) {
             return Err(MoshiExecutorError::Forced(format!(
-                "{} audio tokens (want {}, each < {})",
+                "{} audio tokens (want {forced}, each < {})",
                 a.len(),
-                c.dep_q,
                 c.card
             )));
         }
     }
+    Ok(())
+}
+
+fn persona_model<'m>(
+    m: &'m ExecutorMachine,
+    what: &'static str,
+) -> Result<&'m MoshiLm, MoshiExecutorError> {
+    let lm = m.model.as_ref().ok_or(MoshiExecutorError::NotInitialized)?;
+    if m.session.is_none() {
+        return Err(MoshiExecutorError::NoSession);
+    }
+    if !guard_persona_model(m) {
+        return Err(MoshiExecutorError::NotPersona(what));
+    }
+    Ok(lm)
+}
+
+/// Check prompt calls against a PersonaPlex session.
+pub fn check_prefill(m: &ExecutorMachine, calls: &[PromptFrame]) -> Result<(), MoshiExecutorError> {
+    persona_model(m, "prefill")?;
+    for c in calls {
+        check_step(
+            m,
+            &Step {
+                other_codes: &c.user,
+                forced_text: Some(c.text),
+                forced_audio: Some(&c.agent),
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// Check a saved embedding against a PersonaPlex session.
+pub fn check_embedding(m: &ExecutorMachine, e: &[f32]) -> Result<(), MoshiExecutorError> {
+    let lm = persona_model(m, "step_embedding")?;
+    let dim = lm.config().dim;
+    if e.len() != dim || e.iter().any(|v| !v.is_finite()) {
+        return Err(MoshiError::Input(format!(
+            "a saved embedding of {} values (the model is {dim} wide, all finite)",
+            e.len()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Check a saved token ring against a PersonaPlex session.
+pub fn check_tokens(m: &ExecutorMachine, t: &[i64]) -> Result<(), MoshiExecutorError> {
+    persona_model(m, "restore_tokens")?;
+    let c = m
+        .model
+        .as_ref()
+        .ok_or(MoshiExecutorError::NotInitialized)?
+        .config();
+    // The restore itself re-checks: a scratch ring tells without touching the session's.
+    let mut probe = PersonaGen::new(c)?;
+    probe.restore_cache(t)?;
     Ok(())
 }
 
@@ -183,9 +249,18 @@ pub fn effect_reject_capacity(m: &mut ExecutorMachine, b: &BindSession, sink: &m
     );
 }
 
-fn open(m: &ExecutorMachine, b: &BindSession) -> Result<ExecSession, MoshiExecutorError> {
+fn open(
+    m: &ExecutorMachine,
+    b: &BindSession,
+    persona: bool,
+) -> Result<ExecSession, MoshiExecutorError> {
     let lm = m.model.as_ref().ok_or(MoshiExecutorError::NotInitialized)?;
     let c = lm.config();
+    let (gen, rows) = if persona {
+        (Gen::Persona(PersonaGen::new(c)?), PREFILL_CHUNK)
+    } else {
+        (Gen::Moshi(LmGen::new(c)), 1)
+    };
     let sampler = |stream: &'static str, vocab, params, seed| {
         LogitsSampler::configured(Configure {
             vocab,
@@ -195,15 +270,15 @@ fn open(m: &ExecutorMachine, b: &BindSession) -> Result<ExecSession, MoshiExecut
         .map_err(|source| MoshiExecutorError::Sampler { stream, source })
     };
     Ok(ExecSession {
-        state: lm.state(1)?,
-        gen: LmGen::new(c),
+        state: lm.state(rows)?,
+        gen,
         // One stream of draws per sampler, both fixed by the session seed.
         text: sampler("text", c.text_card, b.sampling.text, b.seed)?,
         audio: sampler("audio", c.card, b.sampling.audio, b.seed.wrapping_add(1))?,
         tokens: vec![0; c.num_codebooks()],
         audio_tokens: vec![0; c.dep_q],
         forced_audio: vec![0; c.dep_q],
-        audio_forced: false,
+        forced_mask: vec![false; c.dep_q],
         forced_text: None,
         text_token: 0,
         k: 0,
@@ -213,7 +288,16 @@ fn open(m: &ExecutorMachine, b: &BindSession) -> Result<ExecSession, MoshiExecut
 
 /// Allocate the session's rings, buffers and samplers; raise `bind_*`.
 pub fn effect_open_session(m: &mut ExecutorMachine, b: &BindSession, sink: &mut Sink) {
-    sink.follow_up = Some(match open(m, b) {
+    open_with(m, b, false, sink);
+}
+
+/// The same with PersonaPlex's ring and room for batched prompt rows; raise `bind_*`.
+pub fn effect_open_persona_session(m: &mut ExecutorMachine, b: &BindSession, sink: &mut Sink) {
+    open_with(m, b, true, sink);
+}
+
+fn open_with(m: &mut ExecutorMachine, b: &BindSession, persona: bool, sink: &mut Sink) {
+    sink.follow_up = Some(match open(m, b, persona) {
         Ok(s) => {
             m.session = Some(s);
             FollowUp::BindDone
@@ -273,6 +357,20 @@ fn on_route<R>(
 trait RouteFork {
     /// The temporal step on these lanes.
     fn forward_text(&self, lm: &MoshiLm, s: &mut ExecSession) -> Result<(), MoshiError>;
+    /// The temporal step on a saved embedding.
+    fn forward_embedding(
+        &self,
+        lm: &MoshiLm,
+        s: &mut ExecSession,
+        e: &[f32],
+    ) -> Result<(), MoshiError>;
+    /// PersonaPlex prompt calls, batched.
+    fn prefill(
+        &self,
+        lm: &MoshiLm,
+        s: &mut ExecSession,
+        calls: &[PromptFrame],
+    ) -> Result<(), MoshiError>;
     /// Depformer step `k` on these lanes.
     fn depformer(
         &self,
@@ -288,6 +386,29 @@ struct Lanes<'a, F: Fork>(&'a F);
 impl<F: Fork> RouteFork for Lanes<'_, F> {
     fn forward_text(&self, lm: &MoshiLm, s: &mut ExecSession) -> Result<(), MoshiError> {
         lm.forward_text(self.0, &mut s.state, &s.tokens, 1, true)
+    }
+
+    fn forward_embedding(
+        &self,
+        lm: &MoshiLm,
+        s: &mut ExecSession,
+        e: &[f32],
+    ) -> Result<(), MoshiError> {
+        lm.forward_embedding(self.0, &mut s.state, e)
+    }
+
+    fn prefill(
+        &self,
+        lm: &MoshiLm,
+        s: &mut ExecSession,
+        calls: &[PromptFrame],
+    ) -> Result<(), MoshiError> {
+        match &mut s.gen {
+            Gen::Persona(g) => {
+                voxlane_actors::speech::moshi::prefill(lm, &mut s.state, g, self.0, calls)
+            }
+            Gen::Moshi(_) => Err(MoshiError::Input("prefill needs PersonaPlex's ring".into())),
+        }
     }
 
     fn depformer(
@@ -308,23 +429,48 @@ fn step_temporal(m: &mut ExecutorMachine, st: &Step<'_>, sink: &mut Sink) {
         sink.follow_up = Some(FollowUp::StepError(MoshiExecutorError::NoSession));
         return;
     };
-    s.forced_text = st.forced_text;
-    s.audio_forced = st.forced_audio.is_some();
-    if let Some(a) = st.forced_audio {
-        s.forced_audio.copy_from_slice(a);
-    }
     s.frame = None;
-    let result = s
-        .gen
-        .prepare(st.other_codes)
-        .map(|t| s.tokens.copy_from_slice(t))
-        .map_err(MoshiExecutorError::from)
-        .and_then(|()| on_route(m, |lm, r| r.forward_text(lm, &mut s)));
+    let prepared = match &mut s.gen {
+        Gen::Moshi(g) => {
+            s.forced_text = st.forced_text;
+            s.forced_mask.fill(st.forced_audio.is_some());
+            if let Some(a) = st.forced_audio {
+                s.forced_audio.copy_from_slice(a);
+            }
+            g.prepare(st.other_codes)
+                .map(|t| {
+                    s.tokens.copy_from_slice(t);
+                    true
+                })
+                .map_err(MoshiExecutorError::from)
+        }
+        Gen::Persona(g) => g
+            .prepare(Some(st.other_codes), st.forced_audio, st.forced_text)
+            .map(|p| p.is_some())
+            .map_err(MoshiExecutorError::from),
+    };
+    let result = match prepared {
+        Ok(true) => {
+            take_provided(&mut s);
+            on_route(m, |lm, r| r.forward_text(lm, &mut s)).map(|()| FollowUp::TemporalDone)
+        }
+        // PersonaPlex's first call: nothing to step yet.
+        Ok(false) => Ok(FollowUp::CallPending),
+        Err(e) => Err(e),
+    };
     m.session = Some(s);
-    sink.follow_up = Some(match result {
-        Ok(()) => FollowUp::TemporalDone,
-        Err(e) => FollowUp::StepError(e),
-    });
+    sink.follow_up = Some(result.unwrap_or_else(FollowUp::StepError));
+}
+
+/// PersonaPlex: this call's input tokens and which targets its ring provides.
+fn take_provided(s: &mut ExecSession) {
+    if let Gen::Persona(g) = &s.gen {
+        let p = g.prepared();
+        s.tokens.copy_from_slice(p.input);
+        s.forced_text = p.provided[0].then_some(p.target[0]);
+        s.forced_mask.copy_from_slice(&p.provided[1..]);
+        s.forced_audio.copy_from_slice(&p.target[1..]);
+    }
 }
 
 /// The frame on the caller alone.
@@ -441,6 +587,91 @@ pub fn effect_force_audio(m: &mut ExecutorMachine, sink: &mut Sink) {
 /// Draw codebook `k`'s token from the audio sampler, then the next depformer step or `step_done`.
 pub fn effect_sample_audio(m: &mut ExecutorMachine, sink: &mut Sink) {
     with_audio(m, |s| s.audio.sample(s.state.audio_logits()), sink);
+}
+
+/// Reject prompt calls (named).
+pub fn effect_reject_prefill(m: &mut ExecutorMachine, p: &[PromptFrame], sink: &mut Sink) {
+    let err = check_prefill(m, p)
+        .err()
+        .unwrap_or(MoshiExecutorError::NoSession);
+    reject(m, sink, err);
+}
+
+/// Batch the prompt calls through the temporal transformer; raise `prefill_done` or `step_error`.
+pub fn effect_prefill(m: &mut ExecutorMachine, p: &[PromptFrame], sink: &mut Sink) {
+    let Some(mut s) = m.session.take() else {
+        sink.follow_up = Some(FollowUp::StepError(MoshiExecutorError::NoSession));
+        return;
+    };
+    let r = on_route(m, |lm, route| route.prefill(lm, &mut s, p));
+    m.session = Some(s);
+    m.prefilled = p.len();
+    sink.follow_up = Some(match r {
+        Ok(()) => FollowUp::PrefillDone,
+        Err(e) => FollowUp::StepError(e),
+    });
+}
+
+/// Reply `prefill_done`.
+pub fn effect_reply_prefilled(m: &mut ExecutorMachine, sink: &mut Sink) {
+    sink.reply = Some(Reply::Prefilled { calls: m.prefilled });
+}
+
+/// Reject a saved embedding (named).
+pub fn effect_reject_embedding(m: &mut ExecutorMachine, e: &[f32], sink: &mut Sink) {
+    let err = check_embedding(m, e)
+        .err()
+        .unwrap_or(MoshiExecutorError::NoSession);
+    reject(m, sink, err);
+}
+
+/// One PersonaPlex call from a saved embedding (every stream provided, text
+/// PAD); raise `temporal_done` or `step_error`.
+pub fn effect_step_embedding(m: &mut ExecutorMachine, e: &[f32], sink: &mut Sink) {
+    let Some(mut s) = m.session.take() else {
+        sink.follow_up = Some(FollowUp::StepError(MoshiExecutorError::NoSession));
+        return;
+    };
+    s.frame = None;
+    let (init, pad) = m.model.as_ref().map_or((0, 0), |lm| {
+        let c = lm.config();
+        (c.audio_initial_token(), c.text_padding_id as u32)
+    });
+    let r = match s.gen.persona() {
+        Some(g) => g
+            .prepare_replay(init, pad)
+            .map_err(MoshiExecutorError::from),
+        None => Err(MoshiExecutorError::NotPersona("step_embedding")),
+    }
+    .and_then(|()| {
+        take_provided(&mut s);
+        on_route(m, |lm, route| route.forward_embedding(lm, &mut s, e))
+    });
+    m.session = Some(s);
+    sink.follow_up = Some(match r {
+        Ok(()) => FollowUp::TemporalDone,
+        Err(e) => FollowUp::StepError(e),
+    });
+}
+
+/// Reject a saved token ring (named).
+pub fn effect_reject_tokens(m: &mut ExecutorMachine, t: &[i64], sink: &mut Sink) {
+    let err = check_tokens(m, t)
+        .err()
+        .unwrap_or(MoshiExecutorError::NoSession);
+    reject(m, sink, err);
+}
+
+/// Replace PersonaPlex's token ring with the saved one.
+pub fn effect_restore_tokens(m: &mut ExecutorMachine, t: &[i64], sink: &mut Sink) {
+    let r = match m.session.as_mut().and_then(|s| s.gen.persona()) {
+        Some(g) => g.restore_cache(t).map_err(MoshiExecutorError::from),
+        None => Err(MoshiExecutorError::NotPersona("restore_tokens")),
+    };
+    match r {
+        Ok(()) => sink.reply = Some(Reply::Ok),
+        Err(e) => reject(m, sink, e),
+    }
 }
 
 /// Reply `step_done` with the output frame.

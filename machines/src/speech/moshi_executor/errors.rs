@@ -52,6 +52,9 @@ pub enum MoshiExecutorError {
     /// A second `initialize`.
     #[error("the executor is already initialized")]
     AlreadyInitialized,
+    /// A PersonaPlex request (prefill, saved embedding, token ring) on a Moshi session.
+    #[error("`{0}` needs a PersonaPlex session (a model whose depformer predicts both speakers)")]
+    NotPersona(&'static str),
     /// `step` before `bind_session`.
     #[error("no session is bound: bind_session first")]
     NoSession,
@@ -95,6 +98,7 @@ impl MoshiExecutorError {
             Self::NotInitialized => "not_initialized",
             Self::AlreadyInitialized => "already_initialized",
             Self::NoSession => "no_session",
+            Self::NotPersona(_) => "not_persona",
             Self::Closed => "closed",
             Self::MissingPayload(_) => "missing_payload",
             Self::Unexpected { .. } => "unexpected_event",

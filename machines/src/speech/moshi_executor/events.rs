@@ -5,7 +5,9 @@ use crate::core::Slot;
 use std::path::PathBuf;
 use std::sync::Arc;
 use voxlane_actors::speech::moshi::config::MAX_DEP_Q;
-use voxlane_actors::speech::moshi::{CacheUse, LmWeights, MoshiConfig, StreamSampling};
+use voxlane_actors::speech::moshi::{
+    CacheUse, LmWeights, MoshiConfig, PromptFrame, StreamSampling,
+};
 use voxlane_runtime::{DiagnosticsSnapshot, LanePool};
 
 /// Where the weights come from.
@@ -47,11 +49,12 @@ pub struct BindSession {
 /// One frame: the other speaker's codes, and tokens to force, if any.
 #[derive(Debug, Clone, Copy)]
 pub struct Step<'a> {
-    /// `n_q − dep_q` codes of the other speaker.
+    /// The other speaker's codes: `n_q − dep_q` (Moshi) or `n_q / 2` (PersonaPlex).
     pub other_codes: &'a [u32],
     /// Teacher-forced text token.
     pub forced_text: Option<u32>,
-    /// Teacher-forced audio tokens (`dep_q`).
+    /// Teacher-forced audio tokens: `dep_q` (Moshi), or the agent's
+    /// `n_q / 2` codes at their delays (PersonaPlex's provided tokens).
     pub forced_audio: Option<&'a [u32]>,
 }
 
@@ -95,6 +98,17 @@ pub enum Event<'a> {
     BindError(Slot<MoshiExecutorError>),
     /// Run one frame.
     Step(Step<'a>),
+    /// PersonaPlex: prompt calls whose every stream is provided, batched
+    /// through the temporal transformer (the depformer skipped).
+    Prefill(&'a [PromptFrame]),
+    /// Outcome: the prompt calls are in the KV rings and the token ring.
+    PrefillDone,
+    /// PersonaPlex: one call from a saved voice-prompt embedding (`[dim]`).
+    StepEmbedding(&'a [f32]),
+    /// PersonaPlex: replace the token ring with a saved one (`[streams][max_delay + 3]`).
+    RestoreTokens(&'a [i64]),
+    /// Outcome: PersonaPlex's first call (its ring has nothing to step yet).
+    CallPending,
     /// Outcome: the temporal transformer stepped (text logits ready).
     TemporalDone,
     /// Outcome: a depformer step ran (codebook logits ready).
@@ -124,6 +138,11 @@ impl Event<'_> {
             Self::BindDone => "bind_done",
             Self::BindError(_) => "bind_error",
             Self::Step(_) => "step",
+            Self::Prefill(_) => "prefill",
+            Self::PrefillDone => "prefill_done",
+            Self::StepEmbedding(_) => "step_embedding",
+            Self::RestoreTokens(_) => "restore_tokens",
+            Self::CallPending => "call_pending",
             Self::TemporalDone => "temporal_done",
             Self::DepformerDone => "depformer_done",
             Self::StepDone => "step_done",
@@ -155,6 +174,11 @@ pub enum Reply {
     Frame(FrameTokens),
     /// `step_done` during the first `max_delay` calls: no frame yet.
     Pending,
+    /// `prefill_done`: the calls taken.
+    Prefilled {
+        /// Prompt calls stepped.
+        calls: usize,
+    },
     /// `reset`, `reset_session`, `close`.
     Ok,
     /// The counters.
@@ -191,6 +215,10 @@ pub enum FollowUp {
     StepDone,
     /// See [`Event::StepError`].
     StepError(MoshiExecutorError),
+    /// See [`Event::PrefillDone`].
+    PrefillDone,
+    /// See [`Event::CallPending`].
+    CallPending,
 }
 
 impl FollowUp {
@@ -205,6 +233,8 @@ impl FollowUp {
             Self::DepformerDone => Event::DepformerDone,
             Self::StepDone => Event::StepDone,
             Self::StepError(e) => Event::StepError(Slot::new(e)),
+            Self::PrefillDone => Event::PrefillDone,
+            Self::CallPending => Event::CallPending,
         }
     }
 }

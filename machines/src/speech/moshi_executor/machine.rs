@@ -16,15 +16,57 @@ use crate::{internal, transition};
 use statig::prelude::*;
 use std::sync::Arc;
 use voxlane_actors::speech::moshi::{CacheUse, LmGen, LmState, MoshiLm};
+use voxlane_actors::speech::moshi::{PersonaGen, PromptFrame};
 use voxlane_runtime::{DiagnosticsSnapshot, LanePool};
+
+/// The delay ring of a session: Kyutai's `LMGen` (the other speaker's
+/// codes in, the model's out) or PersonaPlex's (any stream provided, one
+/// call late).
+#[derive(Debug)]
+pub enum Gen {
+    /// Moshi: `max_delay + 2` frames.
+    Moshi(LmGen),
+    /// PersonaPlex: `max_delay + 3` frames and a provided mask.
+    Persona(PersonaGen),
+}
+
+impl Gen {
+    /// Back to the first call.
+    pub fn reset(&mut self) {
+        match self {
+            Self::Moshi(g) => g.reset(),
+            Self::Persona(g) => g.reset(),
+        }
+    }
+
+    /// Store `text` and the audio tokens; the output frame once the delays are filled.
+    pub fn commit(
+        &mut self,
+        text: u32,
+        audio: &[u32],
+    ) -> Result<Option<&[u32]>, voxlane_actors::speech::moshi::MoshiError> {
+        match self {
+            Self::Moshi(g) => g.commit(text, audio),
+            Self::Persona(g) => g.commit(text, audio),
+        }
+    }
+
+    /// The PersonaPlex ring, if this is one.
+    pub fn persona(&mut self) -> Option<&mut PersonaGen> {
+        match self {
+            Self::Persona(g) => Some(g),
+            Self::Moshi(_) => None,
+        }
+    }
+}
 
 /// One session: the model state, the delay ring, a sampler machine per
 /// stream and the frame's tokens (all sized at `bind_session`).
 pub struct ExecSession {
     /// KV rings, activations and logits.
     pub state: LmState,
-    /// `LMGen`'s delay ring.
-    pub gen: LmGen,
+    /// The delay ring.
+    pub gen: Gen,
     /// The text stream's sampler.
     pub text: LogitsSampler,
     /// The audio codebooks' sampler.
@@ -33,10 +75,10 @@ pub struct ExecSession {
     pub tokens: Vec<u32>,
     /// This call's audio tokens.
     pub audio_tokens: Vec<u32>,
-    /// This call's forced audio tokens (valid when `audio_forced`).
+    /// This call's forced audio tokens (valid where `forced_mask`).
     pub forced_audio: Vec<u32>,
-    /// Whether audio is forced this call.
-    pub audio_forced: bool,
+    /// Which of this call's audio tokens are forced.
+    pub forced_mask: Vec<bool>,
     /// This call's forced text token.
     pub forced_text: Option<u32>,
     /// This call's text token.
@@ -57,6 +99,8 @@ pub struct ExecutorMachine {
     pub session: Option<ExecSession>,
     /// How the last load used the converted-weights cache.
     pub cache: CacheUse,
+    /// Calls the last prefill took.
+    pub prefilled: usize,
     /// Counters, edge trace and current state.
     pub book: Bookkeeping,
 }
@@ -68,6 +112,7 @@ impl Default for ExecutorMachine {
             model: None,
             session: None,
             cache: CacheUse::Off,
+            prefilled: 0,
             book: Bookkeeping::new(&SPEC),
         }
     }
@@ -156,9 +201,15 @@ impl ExecutorMachine {
                     effect_reject_capacity(self, b, context)
                 )
             }
+            Event::BindSession(b) if guard_persona_fits(self, b) => transition!(
+                self,
+                guard_persona_fits,
+                effect_open_persona_session(self, b, context),
+                State::opening()
+            ),
             Event::BindSession(b) => transition!(
                 self,
-                guard_capacity_fits,
+                guard_moshi_fits,
                 effect_open_session(self, b, context),
                 State::opening()
             ),
@@ -190,10 +241,37 @@ impl ExecutorMachine {
         }
     }
 
-    /// A session: each `step` is checked, then routed serial or over the lanes.
+    /// A session: each `step` is checked, then routed serial or over the
+    /// lanes; `bind_session` replaces it (new sampling, new seed).
     #[state(superstate = "moshi")]
     fn ready(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
         match event {
+            Event::BindSession(b) if guard_sampling_invalid(self, b) => {
+                internal!(
+                    self,
+                    guard_sampling_invalid,
+                    effect_reject_sampling(self, b, context)
+                )
+            }
+            Event::BindSession(b) if guard_capacity_exceeded(self, b) => {
+                internal!(
+                    self,
+                    guard_capacity_exceeded,
+                    effect_reject_capacity(self, b, context)
+                )
+            }
+            Event::BindSession(b) if guard_persona_fits(self, b) => transition!(
+                self,
+                guard_persona_fits,
+                effect_open_persona_session(self, b, context),
+                State::opening()
+            ),
+            Event::BindSession(b) => transition!(
+                self,
+                guard_moshi_fits,
+                effect_open_session(self, b, context),
+                State::opening()
+            ),
             Event::Step(s) if guard_codes_invalid(self, s) => {
                 internal!(
                     self,
@@ -213,8 +291,60 @@ impl ExecutorMachine {
                 effect_step_lanes(self, s, context),
                 State::temporal()
             ),
+            Event::Prefill(p) if guard_prefill_invalid(self, p) => internal!(
+                self,
+                guard_prefill_invalid,
+                effect_reject_prefill(self, p, context)
+            ),
+            Event::Prefill(p) => transition!(
+                self,
+                guard_prefill_valid,
+                effect_prefill(self, p, context),
+                State::prefilling()
+            ),
+            Event::StepEmbedding(e) if guard_embedding_invalid(self, e) => internal!(
+                self,
+                guard_embedding_invalid,
+                effect_reject_embedding(self, e, context)
+            ),
+            Event::StepEmbedding(e) => transition!(
+                self,
+                guard_embedding_valid,
+                effect_step_embedding(self, e, context),
+                State::temporal()
+            ),
+            Event::RestoreTokens(t) if guard_tokens_invalid(self, t) => internal!(
+                self,
+                guard_tokens_invalid,
+                effect_reject_tokens(self, t, context)
+            ),
+            Event::RestoreTokens(t) => internal!(
+                self,
+                guard_tokens_valid,
+                effect_restore_tokens(self, t, context)
+            ),
             Event::ResetSession => internal!(self, always, effect_reset_session(self, context)),
             Event::Close => transition!(self, always, effect_close(self, context), State::closed()),
+            _ => Super,
+        }
+    }
+
+    /// Prompt calls batched through the temporal transformer; waits for the outcome.
+    #[state(superstate = "moshi")]
+    fn prefilling(&mut self, context: &mut Sink, event: &Event<'_>) -> Outcome<State> {
+        match event {
+            Event::PrefillDone => transition!(
+                self,
+                always,
+                effect_reply_prefilled(self, context),
+                State::ready()
+            ),
+            Event::StepError(e) => transition!(
+                self,
+                always,
+                effect_reply_step_error(self, e, context),
+                State::ready()
+            ),
             _ => Super,
         }
     }
@@ -239,6 +369,12 @@ impl ExecutorMachine {
                     State::depth()
                 )
             }
+            Event::CallPending => transition!(
+                self,
+                always,
+                effect_reply_pending(self, context),
+                State::ready()
+            ),
             Event::StepError(e) => {
                 transition!(
                     self,
@@ -337,6 +473,7 @@ pub fn state_name(s: &State) -> &'static str {
         State::Initialized {} => "initialized",
         State::Opening {} => "opening",
         State::Ready {} => "ready",
+        State::Prefilling {} => "prefilling",
         State::Temporal {} => "temporal",
         State::Depth {} => "depth",
         State::Errored {} => "errored",
@@ -405,12 +542,56 @@ impl MoshiExecutor {
         })
     }
 
+    /// PersonaPlex: prompt calls whose every stream is provided, batched; returns the calls taken.
+    pub fn prefill(&mut self, calls: &[PromptFrame]) -> Result<usize, MoshiExecutorError> {
+        let r = self.handle(&Event::Prefill(calls));
+        expect(r, "prefill", self.state(), |r| match r {
+            Reply::Prefilled { calls } => Some(calls),
+            _ => None,
+        })
+    }
+
+    /// PersonaPlex: one call from a saved voice-prompt embedding.
+    pub fn step_embedding(&mut self, embedding: &[f32]) -> Result<(), MoshiExecutorError> {
+        let r = self.handle(&Event::StepEmbedding(embedding));
+        expect(r, "step_embedding", self.state(), |r| match r {
+            Reply::Frame(_) | Reply::Pending => Some(()),
+            _ => None,
+        })
+    }
+
+    /// PersonaPlex: replace the token ring with a saved one.
+    pub fn restore_tokens(&mut self, cache: &[i64]) -> Result<(), MoshiExecutorError> {
+        let r = self.handle(&Event::RestoreTokens(cache));
+        expect(r, "restore_tokens", self.state(), |r| match r {
+            Reply::Ok => Some(()),
+            _ => None,
+        })
+    }
+
+    /// Back to the session's first frame (samplers reseeded).
+    pub fn reset_session(&mut self) -> Result<(), MoshiExecutorError> {
+        let r = self.handle(&Event::ResetSession);
+        expect(r, "reset_session", self.state(), |r| match r {
+            Reply::Ok => Some(()),
+            _ => None,
+        })
+    }
+
     /// The diagnostics counters.
     pub fn diagnostics(&mut self) -> Option<DiagnosticsSnapshot> {
         match self.handle(&Event::CaptureDiagnostics) {
             Reply::Diagnostics(d) => Some(d),
             _ => None,
         }
+    }
+
+    /// Calls the session's ring has taken (PersonaPlex: prompt steps included).
+    pub fn calls(&self) -> Option<usize> {
+        self.sm.inner().session.as_ref().map(|s| match &s.gen {
+            Gen::Moshi(g) => g.offset(),
+            Gen::Persona(g) => g.offset(),
+        })
     }
 
     /// The bound model, if any.
