@@ -5,6 +5,7 @@
 //! the socket pump ([`pump`]) moves Ogg/Opus pages and text both ways
 //! ([`protocol`] frames each message).
 
+pub mod converse_engine;
 pub mod engine;
 pub mod errors;
 pub mod protocol;
@@ -12,6 +13,7 @@ pub mod pump;
 pub mod query;
 pub mod worker;
 
+pub use converse_engine::ConverseEngine;
 pub use engine::{ConverseRequest, DuplexEngine, DuplexFrame, DuplexSession, EngineError};
 pub use errors::DuplexError;
 pub use query::{parse_query, QueryError};
