@@ -28,7 +28,7 @@ async fn a_conversation_streams_audio_and_text_back() {
     let input = sine(300.0, frames);
     send_all(&mut ws, &audio_messages(&input)).await;
     let expected: Vec<String> = (1..frames as u64)
-        .filter(|f| f % TEXT_EVERY == 0)
+        .filter(|f| f.is_multiple_of(TEXT_EVERY))
         .map(|f| format!(" piece{f}"))
         .collect();
     // The header message, then one page per answered frame (the double lags one frame).

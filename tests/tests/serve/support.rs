@@ -72,7 +72,10 @@ impl DuplexSession for EchoSession {
             return Ok(None);
         };
         self.frames += 1;
-        let text = (self.frames % TEXT_EVERY == 0).then(|| format!(" piece{}", self.frames));
+        let text = self
+            .frames
+            .is_multiple_of(TEXT_EVERY)
+            .then(|| format!(" piece{}", self.frames));
         Ok(Some(DuplexFrame { pcm: prev, text }))
     }
 }

@@ -81,7 +81,7 @@ impl OpusStreamEncoder {
     /// as one Ogg page holding one Opus packet.
     pub fn encode_page(&mut self, pcm: &[f32]) -> Result<Vec<u8>, CodecError> {
         let ms10 = pcm.len() as u64 * 400 / self.rate as u64; // length in 2.5 ms units
-        let valid = pcm.len() as u64 * 400 % self.rate as u64 == 0
+        let valid = (pcm.len() as u64 * 400).is_multiple_of(self.rate as u64)
             && matches!(ms10, 1 | 2 | 4 | 8 | 16 | 24 | 32 | 40 | 48);
         if !valid {
             return Err(CodecError::FrameSize {
