@@ -14,7 +14,7 @@ use futures_util::{SinkExt, StreamExt};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
-/// Messages buffered each way between the socket and the thread.
+/// Input messages buffered between the socket and the thread (backpressure on the client).
 const CHANNEL_DEPTH: usize = 64;
 
 /// Serves one upgraded connection whose query parsed into `request`.
@@ -40,7 +40,9 @@ pub async fn run(
         }
     };
     let (in_tx, in_rx) = mpsc::channel::<Vec<u8>>(CHANNEL_DEPTH);
-    let (out_tx, mut out_rx) = mpsc::channel::<WorkerEvent>(CHANNEL_DEPTH);
+    // Output is unbounded (see `Worker::output`): a bounded one could deadlock
+    // with the pump waiting on a full input channel.
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<WorkerEvent>();
     let worker = Worker {
         engine: state.engine.clone(),
         request,

@@ -42,8 +42,9 @@ pub struct Worker {
     pub request: ConverseRequest,
     /// Ogg/Opus bytes from the client; closed when the client leaves or the server stops.
     pub input: mpsc::Receiver<Vec<u8>>,
-    /// Events for the websocket side.
-    pub output: mpsc::Sender<WorkerEvent>,
+    /// Events for the websocket side; unbounded so the thread never waits on the socket: it makes an
+    /// event only per input message, and input is bounded.
+    pub output: mpsc::UnboundedSender<WorkerEvent>,
     /// The stream permit, released (with the model) when the thread ends.
     pub permit: StreamPermit,
     /// Counters.
@@ -60,7 +61,7 @@ impl Worker {
             Ok(()) | Err(Ok(Gone)) => {}
             Err(Err(e)) => {
                 tracing::warn!(reason = e.reason(), error = %e, "duplex conversation failed");
-                let _ = self.output.blocking_send(WorkerEvent::Failed(e));
+                let _ = self.output.send(WorkerEvent::Failed(e));
             }
         }
         // The session (the model's state) dropped inside `converse`; the
@@ -68,7 +69,7 @@ impl Worker {
     }
 
     fn send(&self, event: WorkerEvent) -> Result<(), Result<Gone, DuplexError>> {
-        self.output.blocking_send(event).map_err(|_| Ok(Gone))
+        self.output.send(event).map_err(|_| Ok(Gone))
     }
 
     fn converse(&mut self) -> Result<(), Result<Gone, DuplexError>> {
