@@ -62,8 +62,11 @@ async def converse(args):
         async def send():
             writer = sphn.OpusStreamWriter(RATE)
             for i in range(0, len(padded), FRAME):
-                writer.append_pcm(padded[i:i + FRAME])
-                while True:
+                # sphn >= 0.2 returns the pages; 0.1 queues them for read_bytes().
+                pages = writer.append_pcm(padded[i:i + FRAME])
+                if pages is not None and len(pages) > 0:
+                    await ws.send(b"\x01" + bytes(pages))
+                while hasattr(writer, "read_bytes"):
                     chunk = writer.read_bytes()
                     if len(chunk) == 0:
                         break
@@ -86,7 +89,10 @@ async def converse(args):
             kind, payload = msg[0], msg[1:]
             if kind == 1:
                 report["audio_messages"] += 1
-                reader.append_bytes(payload)
+                # sphn >= 0.2 decodes here; 0.1 decodes on a thread (read_pcm below).
+                pcm = reader.append_bytes(payload)
+                if pcm is not None and len(pcm) > 0:
+                    decoded.append(np.asarray(pcm, dtype=np.float32))
             elif kind == 2:
                 report["text_messages"] += 1
                 report["texts"].append(payload.decode("utf-8"))
@@ -95,7 +101,7 @@ async def converse(args):
         await sender
 
     # sphn decodes on its own thread: collect what it has.
-    for _ in range(200):
+    for _ in range(200 if hasattr(reader, "read_pcm") else 0):
         out = reader.read_pcm()
         if out is not None and out.shape[-1] > 0:
             decoded.append(out)
