@@ -14,8 +14,9 @@
 //! - [`speech`]: the Mimi codec's machines;
 //! - [`tts`]: the Kokoro machines and the [`tts::Tts`] library;
 //! - [`cli`]: the `voxlane` commands, one file each;
-//! - `serve` (cargo feature `serve`, on by default): where the HTTP/websocket
-//!   server goes (empty for now).
+//! - `serve` (cargo feature `serve`, on by default): the HTTP/websocket
+//!   server, `voxlane serve` (the shell, the duplex `/api/chat` route, the
+//!   Ogg/Opus codec).
 
 pub mod cli;
 pub mod core;

@@ -10,6 +10,8 @@ pub mod machines;
 pub mod mimi;
 pub mod moshi;
 pub mod progress;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod speak;
 pub mod synth;
 
@@ -114,6 +116,10 @@ pub enum CliError {
     /// The Mimi codec failed on a batch call.
     #[error(transparent)]
     Mimi(#[from] voxlane_actors::speech::mimi::MimiError),
+    /// The server could not start or failed while serving.
+    #[cfg(feature = "serve")]
+    #[error(transparent)]
+    Serve(#[from] crate::serve::shell::ServeError),
 }
 
 /// voxlane: real-time speech generation on the CPU, from state machines.
@@ -148,6 +154,9 @@ enum Command {
     },
     /// A full-duplex conversation: the user's WAV in, the agent's WAV out (Moshi or PersonaPlex).
     Converse(Box<converse::ConverseArgs>),
+    /// Serve over HTTP/websocket: `--duplex` is Kyutai's full-duplex protocol at /api/chat.
+    #[cfg(feature = "serve")]
+    Serve(Box<serve::ServeArgs>),
     /// Show the CPU features and SIMD route kernels will use.
     Info {
         /// Compute threads to check the budget for.
@@ -198,6 +207,8 @@ pub fn run_with_stdin(cli: Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
         Command::Mimi { command } => mimi::run(command, out),
         Command::Moshi { command } => moshi::run(*command, out),
         Command::Converse(a) => converse::run(*a, out),
+        #[cfg(feature = "serve")]
+        Command::Serve(a) => serve::run(*a, out),
         Command::Fetch => fetch::run(out),
         Command::Info { threads, pin } => info::run(threads, pin, out),
         Command::Machines { json } => machines::run(json, out),

@@ -1,11 +1,17 @@
-//! Where voxlane's HTTP/websocket server goes (cargo feature `serve`, on by
-//! default so the `voxlane` binary has it; `default-features = false` leaves
-//! it out of a library build).
+//! voxlane's HTTP/websocket server, `voxlane serve` (cargo feature `serve`,
+//! on by default so the `voxlane` binary has it; `default-features = false`
+//! leaves it out of a library build).
 //!
-//! Nothing is served yet: the module and the feature exist so the server
-//! lands in its own family instead of beside the machines. It will hold the
-//! listener and a machine per connection (each a folder with the usual six
-//! files, listed in [`crate::core::registry`]), driving the same public
-//! entry points the CLI drives ([`crate::tts::Tts`], the Mimi machines in
-//! [`crate::speech`]), never the data plane directly. Its dependencies join
-//! the `serve` feature in `machines/Cargo.toml` when it lands.
+//! - [`shell`]: the listener, the concurrent-stream limit, `/health`,
+//!   `/metrics`, graceful shutdown: what every route family shares;
+//! - [`duplex`]: `--duplex`, Kyutai's full-duplex websocket protocol at
+//!   `/api/chat` over a [`duplex::DuplexEngine`];
+//! - [`codec`]: Ogg pages and Opus (libopus) streams as `sphn` writes them.
+//!
+//! Routes are axum routers built against [`shell::ShellState`], so the
+//! OpenAI-compatible speech routes plug into the same shell. Model work runs
+//! on OS threads of its own, never on the async executor.
+
+pub mod codec;
+pub mod duplex;
+pub mod shell;

@@ -1,0 +1,12 @@
+//! The server (`machines/src/serve/`): the Ogg/Opus codec, the duplex query
+//! parsing, the `/api/chat` protocol against a test-double engine over
+//! loopback (Rust and Python clients), the shell's routes and shutdown, and
+//! `voxlane serve --duplex` end to end on the tiny PersonaPlex fixture.
+
+mod codec;
+mod duplex_e2e;
+mod duplex_protocol;
+mod python_client;
+mod query;
+mod shell;
+mod support;
