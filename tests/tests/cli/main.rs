@@ -4,6 +4,7 @@
 
 mod commands;
 mod converse;
+mod examples;
 mod mimi;
 mod moshi;
 mod speak_e2e;
