@@ -237,7 +237,7 @@ pub fn voices(data: &[u8]) -> Outcome {
     let names: Vec<String> = v.names().iter().take(4).cloned().collect();
     let mut first = None;
     for name in &names {
-        let Ok(pack) = v.load(name) else { continue };
+        let pack = v.load(name).map_err(text)?;
         let rows = pack.rows();
         assert!(rows > 0);
         assert_eq!(pack.as_slice().len(), rows * 256);
@@ -334,9 +334,10 @@ pub fn torch_pt(data: &[u8]) -> Outcome {
 
 /// Storages the synthetic `.pt` of [`pickle`] holds, keys `0`..: sizes
 /// that a fuzzed pickle's views may fit or overrun.
-const STORAGES: &[usize] = &[544, 8448, 64, 1, 0, 4096];
+const STORAGES: &[usize] = &[8448, 544, 64, 1, 0, 4096];
 
-/// `data` as the `data.pkl` of a `.pt` zip (storages [`STORAGES`]).
+/// `data` as the `data.pkl` of a `.pt` zip (storages [`STORAGES`], sized as
+/// the PersonaPlex voice file's two).
 pub fn synthetic_pt(data: &[u8]) -> Vec<u8> {
     let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let opts = zip::write::SimpleFileOptions::default()
