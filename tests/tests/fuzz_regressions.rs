@@ -16,7 +16,7 @@ fn fuzz_dir() -> PathBuf {
 }
 
 /// Each target's files under `dir/<target>/`, sorted.
-fn inputs(dir: &str) -> Vec<(&'static str, fn(&[u8]) -> harness::Outcome, PathBuf)> {
+fn inputs(dir: &str) -> Vec<(&'static str, harness::Target, PathBuf)> {
     let mut out = Vec::new();
     for &(target, run) in harness::TARGETS {
         let Ok(entries) = std::fs::read_dir(fuzz_dir().join(dir).join(target)) else {
@@ -50,14 +50,20 @@ fn replay(dir: &str, ok: impl Fn(&harness::Outcome) -> bool) -> (usize, Vec<Stri
 #[test]
 fn every_crasher_is_a_typed_error() {
     let (n, failures) = replay("regressions", |o| o.is_err());
-    assert!(n > 0, "no regression inputs found under tests/fuzz/regressions");
+    assert!(
+        n > 0,
+        "no regression inputs found under tests/fuzz/regressions"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
 fn every_seed_parses() {
     let (n, failures) = replay("corpus", |o| o.is_ok());
-    assert!(n >= harness::TARGETS.len(), "seed corpora missing: {n} files");
+    assert!(
+        n >= harness::TARGETS.len(),
+        "seed corpora missing: {n} files"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

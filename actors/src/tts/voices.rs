@@ -238,7 +238,11 @@ impl Voices {
     /// A voices `.npz` held in memory (`label` names it in errors).
     pub fn from_bytes(bytes: Vec<u8>, label: impl Into<PathBuf>) -> Result<Self, VoiceError> {
         let len = bytes.len() as u64;
-        Self::from_source(label.into(), len, Source::Memory(std::io::Cursor::new(bytes)))
+        Self::from_source(
+            label.into(),
+            len,
+            Source::Memory(std::io::Cursor::new(bytes)),
+        )
     }
 
     fn from_source(path: PathBuf, len: u64, source: Source) -> Result<Self, VoiceError> {

@@ -31,9 +31,12 @@ use voxlane_runtime::weights::{PackedFile, WeightFile};
 /// `Ok(())`, or the typed error the reader returned, as text.
 pub type Outcome = Result<(), String>;
 
+/// One target's harness.
+pub type Target = fn(&[u8]) -> Outcome;
+
 /// Every target, by name: what `tests/fuzz/corpus/<name>/` and
 /// `tests/fuzz/regressions/<name>/` hold inputs for.
-pub const TARGETS: &[(&str, fn(&[u8]) -> Outcome)] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("npy", npy),
     ("wav", wav),
     ("onnx", onnx),
@@ -82,7 +85,10 @@ pub fn wav(data: &[u8]) -> Outcome {
     let w = parse_wav(data, Path::new("fuzz.wav")).map_err(text)?;
     assert!(w.channels > 0);
     let mono = w.mono();
-    assert_eq!(mono.len(), w.samples.len().div_ceil(usize::from(w.channels)));
+    assert_eq!(
+        mono.len(),
+        w.samples.len().div_ceil(usize::from(w.channels))
+    );
     Ok(())
 }
 
@@ -146,7 +152,7 @@ pub fn safetensors(data: &[u8]) -> Outcome {
         assert_eq!(t.to_i64().len(), n);
         let _ = t.to_u16();
         let _ = t.as_i8();
-        let _ = w.require_shape(name, &t.shape.to_vec()).map_err(text)?;
+        let _ = w.require_shape(name, t.shape).map_err(text)?;
         // In place: alignment or element size may refuse, as a typed error.
         let _ = w.buf::<f32>(name).map(|b| b.len());
         let _ = w.buf::<u16>(name).map(|b| b.len());
@@ -340,8 +346,8 @@ const STORAGES: &[usize] = &[8448, 544, 64, 1, 0, 4096];
 /// the PersonaPlex voice file's two).
 pub fn synthetic_pt(data: &[u8]) -> Vec<u8> {
     let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let opts = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Stored);
+    let opts =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
     let mut add = |name: &str, bytes: &[u8]| {
         z.start_file(name, opts).expect("zip in memory");
         z.write_all(bytes).expect("zip in memory");
