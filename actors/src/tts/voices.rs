@@ -6,7 +6,7 @@
 //! (`jf_alpha`) or a weighted blend (`jf_alpha:0.7,jm_kumo:0.3`, weights
 //! normalised to sum 1), blended row by row.
 
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use voxlane_runtime::io::npy::{encode_npy, parse_npy, NpyArray, NpyData, NpyError};
@@ -183,23 +183,70 @@ impl VoiceSpec {
     }
 }
 
+/// deflate's largest expansion: a member may not claim more than this many
+/// bytes per compressed byte.
+const MAX_DEFLATE_RATIO: u64 = 1032;
+
+/// Where an archive's bytes are: a file, or memory.
+#[derive(Debug)]
+enum Source {
+    File(std::fs::File),
+    Memory(std::io::Cursor<Vec<u8>>),
+}
+
+impl Read for Source {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Self::File(f) => f.read(buf),
+            Self::Memory(c) => c.read(buf),
+        }
+    }
+}
+
+impl Seek for Source {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        match self {
+            Self::File(f) => f.seek(pos),
+            Self::Memory(c) => c.seek(pos),
+        }
+    }
+}
+
 /// A voices archive (`.npz`): voice names and packs read on demand.
 #[derive(Debug)]
 pub struct Voices {
     path: PathBuf,
     names: Vec<String>,
-    archive: Mutex<zip::ZipArchive<std::fs::File>>,
+    /// The archive's length in bytes: no member may claim more.
+    len: u64,
+    archive: Mutex<zip::ZipArchive<Source>>,
 }
 
 impl Voices {
     /// Open a voices `.npz` and list its voices.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, VoiceError> {
         let path = path.as_ref().to_path_buf();
-        let file = std::fs::File::open(&path).map_err(|source| VoiceError::Io {
+        let io = |source| VoiceError::Io {
             path: path.clone(),
             source,
-        })?;
-        let archive = zip::ZipArchive::new(file).map_err(|e| VoiceError::NotNpz {
+        };
+        let file = std::fs::File::open(&path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        Self::from_source(path, len, Source::File(file))
+    }
+
+    /// A voices `.npz` held in memory (`label` names it in errors).
+    pub fn from_bytes(bytes: Vec<u8>, label: impl Into<PathBuf>) -> Result<Self, VoiceError> {
+        let len = bytes.len() as u64;
+        Self::from_source(
+            label.into(),
+            len,
+            Source::Memory(std::io::Cursor::new(bytes)),
+        )
+    }
+
+    fn from_source(path: PathBuf, len: u64, source: Source) -> Result<Self, VoiceError> {
+        let archive = zip::ZipArchive::new(source).map_err(|e| VoiceError::NotNpz {
             path: path.clone(),
             detail: e.to_string(),
         })?;
@@ -212,6 +259,7 @@ impl Voices {
         Ok(Self {
             path,
             names,
+            len,
             archive: Mutex::new(archive),
         })
     }
@@ -261,12 +309,37 @@ impl Voices {
                 path: self.path.clone(),
                 detail: format!("{member}: {e}"),
             })?;
-            let mut bytes = Vec::with_capacity(usize::try_from(file.size()).unwrap_or(0));
-            file.read_to_end(&mut bytes)
+            // The declared size is untrusted: bounded by what the member's
+            // data can hold before anything is allocated, then read as it
+            // arrives (one byte past it reaches the zip reader's CRC check).
+            let declared = file.size();
+            let limit = match file.compression() {
+                zip::CompressionMethod::Stored => self.len,
+                _ => file.compressed_size().saturating_mul(MAX_DEFLATE_RATIO),
+            };
+            let not_npz = |detail: String| VoiceError::NotNpz {
+                path: self.path.clone(),
+                detail: format!("{member}: {detail}"),
+            };
+            if declared > limit {
+                return Err(not_npz(format!(
+                    "claims {declared} bytes, more than its data can hold"
+                )));
+            }
+            let mut bytes = Vec::new();
+            file.by_ref()
+                .take(declared.saturating_add(1))
+                .read_to_end(&mut bytes)
                 .map_err(|source| VoiceError::Io {
                     path: self.path.clone(),
                     source,
                 })?;
+            if bytes.len() as u64 != declared {
+                return Err(not_npz(format!(
+                    "truncated: {} of {declared} bytes",
+                    bytes.len()
+                )));
+            }
             bytes
         };
         let array = parse_npy(&bytes, &self.path.join(&member))?;

@@ -317,11 +317,16 @@ impl Table {
             .get(key)
             .ok_or_else(|| Bad::Malformed(format!("{at}: tensor `{key}` is not in the file")))?;
         let off = list(e, "data_offsets", key)?;
+        let offset = |v: &Value| -> Result<usize, Bad> {
+            usize::try_from(int(v, key)?)
+                .ok()
+                .and_then(|o| self.data_start.checked_add(o))
+                .ok_or_else(|| Bad::Malformed(format!("{key}: bad data_offsets")))
+        };
         let (a, b) = match off.as_slice() {
-            [a, b] => (int(a, key)? as usize, int(b, key)? as usize),
+            [a, b] => (offset(a)?, offset(b)?),
             _ => return Err(Bad::Malformed(format!("{key}: bad data_offsets"))),
         };
-        let (a, b) = (self.data_start + a, self.data_start + b);
         if a > b {
             return Err(Bad::Malformed(format!("{key}: data_offsets run backwards")));
         }
@@ -343,9 +348,18 @@ impl Table {
             .collect::<Result<Vec<_>, _>>()?;
         let data_type = DataType::from_code(int(field(v, "type", &key)?, &key)? as i32);
         let range = self.range(&key, at)?;
-        let numel: i64 = dims.iter().product();
+        // Checked: hostile dims must neither be negative nor overflow
+        // (`TensorInfo::numel` relies on both).
+        let numel = dims
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+            .ok_or_else(|| {
+                Bad::Malformed(format!(
+                    "tensor `{key}`: dims {dims:?} are negative or overflow"
+                ))
+            })?;
         if let Some(size) = data_type.size() {
-            if numel < 0 || numel as usize * size != range.len() {
+            if numel.checked_mul(size) != Some(range.len()) {
                 return Err(Bad::Malformed(format!(
                     "tensor `{key}`: {} bytes for dims {dims:?} of {data_type}",
                     range.len()

@@ -35,6 +35,15 @@ macro_rules! pod {
 }
 pod!(u8, i8, u16, i16, u32, i32, f32);
 
+/// `bytes` copied into an anonymous read-only map, so in-memory files are
+/// read through the same code (and hand out the same mapped [`Buf`]s) as
+/// mapped ones. A zero-length input gives a zero-length map.
+pub(crate) fn map_copy(bytes: &[u8]) -> std::io::Result<Mmap> {
+    let mut m = memmap2::MmapMut::map_anon(bytes.len())?;
+    m.copy_from_slice(bytes);
+    m.make_read_only()
+}
+
 /// Owned elements or a checked range of a shared read-only memory map; reads as `&[T]`.
 pub struct Buf<T: Pod> {
     repr: Repr<T>,

@@ -132,6 +132,18 @@ impl WeightFile {
         Self::parse(path, map)
     }
 
+    /// Validate safetensors bytes held in memory (`label` names them in
+    /// errors), as [`Self::open`] validates a file: the bytes are copied into
+    /// an anonymous map, so views and [`Buf`]s behave as for a mapped file.
+    pub fn from_bytes(bytes: &[u8], label: impl Into<PathBuf>) -> Result<Self, WeightError> {
+        let path = label.into();
+        let map = super::buf::map_copy(bytes).map_err(|source| WeightError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Self::parse(path, map)
+    }
+
     fn parse(path: PathBuf, map: Mmap) -> Result<Self, WeightError> {
         let foreign = |detail: String| WeightError::Foreign {
             path: path.clone(),

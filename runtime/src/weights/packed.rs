@@ -304,6 +304,18 @@ impl PackedFile {
         Self::parse(path, Arc::new(map))
     }
 
+    /// Validate packed-weights bytes held in memory (`label` names them in
+    /// errors), as [`Self::open`] validates a file: the bytes are copied into
+    /// an anonymous map, which the parts then read in place.
+    pub fn from_bytes(bytes: &[u8], label: impl Into<PathBuf>) -> Result<Self, WeightError> {
+        let path = label.into();
+        let map = super::buf::map_copy(bytes).map_err(|source| WeightError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Self::parse(path, Arc::new(map))
+    }
+
     fn parse(path: PathBuf, map: Arc<Mmap>) -> Result<Self, WeightError> {
         let len = map.len();
         let truncated = |detail: String| WeightError::Truncated {

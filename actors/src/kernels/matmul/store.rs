@@ -357,7 +357,18 @@ pub struct StoredWeights {
 
 /// Map `path` and rebuild every weight in place (header and lengths checked, data not copied).
 pub fn read_weights(path: impl AsRef<Path>) -> Result<StoredWeights, WeightStoreError> {
-    let file = PackedFile::open(path)?;
+    StoredWeights::from_packed(PackedFile::open(path)?)
+}
+
+impl StoredWeights {
+    /// Rebuild every weight of an opened packed-weights file (e.g. one from
+    /// [`PackedFile::from_bytes`]): layout, formats, shapes and lengths checked.
+    pub fn from_packed(file: PackedFile) -> Result<Self, WeightStoreError> {
+        weights_of(file)
+    }
+}
+
+fn weights_of(file: PackedFile) -> Result<StoredWeights, WeightStoreError> {
     let path = file.path().to_path_buf();
     let (entries, mut metadata) = file.into_parts();
     let layout = metadata.remove(PACKED_LAYOUT_KEY);

@@ -285,9 +285,13 @@ impl MimiConfig {
         Self::from_json(&text)
     }
 
-    /// Samples per encoder step (product of the ratios).
+    /// Samples per encoder step (product of the ratios; saturating, so a
+    /// hostile config is refused by [`Self::validate`] instead of overflowing).
     pub fn hop_length(&self) -> usize {
-        self.seanet.ratios.iter().product()
+        self.seanet
+            .ratios
+            .iter()
+            .fold(1usize, |a, &r| a.saturating_mul(r))
     }
 
     /// Samples per code frame (`sample_rate / frame_rate`, 1920).

@@ -95,11 +95,14 @@ impl Default for MoshiConfig {
 }
 
 /// The SiLU gating's hidden width for a `dim_feedforward` (moshi `ActivationGating`).
+///
+/// Saturating: a hostile config's huge sizes give a huge width (refused by
+/// [`MoshiConfig::validate`]), not an overflow.
 pub fn gating_hidden(dim: usize, dim_feedforward: usize) -> usize {
-    if dim_feedforward == 4 * dim {
-        21 * dim / 8
+    if dim.checked_mul(4) == Some(dim_feedforward) {
+        dim.saturating_mul(21) / 8
     } else {
-        2 * dim_feedforward / 3
+        dim_feedforward.saturating_mul(2) / 3
     }
 }
 
@@ -295,6 +298,12 @@ impl MoshiConfig {
             ("context", self.context, 1 << 20),
             ("depformer_dim", self.depformer.dim, 1 << 16),
             ("depformer_num_layers", self.depformer.num_layers, 256),
+            ("hidden_scale", self.hidden(), 1 << 20),
+            (
+                "depformer_dim_feedforward",
+                self.depformer_hidden(),
+                1 << 20,
+            ),
         ] {
             if v > max {
                 return Err(bad(key, format!("{v} exceeds {max}")));

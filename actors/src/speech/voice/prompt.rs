@@ -13,7 +13,6 @@
 use super::loudness::{self, LoudnessError};
 use super::resample::{self, ResampleError};
 use std::borrow::Cow;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use voxlane_runtime::io::torch_pt::{TorchDType, TorchFile, TorchPtError};
 use voxlane_runtime::io::wav::{parse_wav, WavError};
@@ -182,25 +181,30 @@ impl VoicePrompt {
         num_codebooks: usize,
     ) -> Result<Self, VoicePromptError> {
         let path = path.as_ref();
-        let io = |source| VoicePromptError::Io {
+        let bytes = std::fs::read(path).map_err(|source| VoicePromptError::Io {
             path: path.to_path_buf(),
             source,
-        };
-        let mut head = Vec::with_capacity(16);
-        std::fs::File::open(path)
-            .map_err(io)?
-            .take(16)
-            .read_to_end(&mut head)
-            .map_err(io)?;
-        match sniff(&head, path) {
+        })?;
+        Self::from_bytes(&bytes, path, dim, num_codebooks)
+    }
+
+    /// [`Self::load`] of a file's bytes held in memory (`path` names it in
+    /// errors, and its extension picks the reader when the content does not).
+    pub fn from_bytes(
+        bytes: &[u8],
+        path: &Path,
+        dim: usize,
+        num_codebooks: usize,
+    ) -> Result<Self, VoicePromptError> {
+        let head = &bytes[..bytes.len().min(16)];
+        match sniff(head, path) {
             Some(Format::Wav) => {
-                let bytes = std::fs::read(path).map_err(io)?;
-                let wav = parse_wav(&bytes, path)?;
+                let wav = parse_wav(bytes, path)?;
                 let audio = prompt_audio(&wav.samples, wav.channels, wav.sample_rate, path)?;
                 Ok(Self::Audio(audio))
             }
             Some(Format::Torch) => {
-                let file = TorchFile::open(path)?;
+                let file = TorchFile::parse(bytes, path)?;
                 let get = |name: &'static str| {
                     let t = file
                         .get(name)
@@ -225,7 +229,7 @@ impl VoicePrompt {
                 Self::from_tensors(path, embeddings, cache, dim, num_codebooks)
             }
             Some(Format::Safetensors) => {
-                let file = WeightFile::open(path)?;
+                let file = WeightFile::from_bytes(bytes, path)?;
                 let get = |name: &'static str| {
                     file.get(name)
                         .ok_or_else(|| VoicePromptError::MissingTensor {
