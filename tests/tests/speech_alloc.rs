@@ -53,6 +53,7 @@ fn streaming_steps_do_not_allocate() {
         q8_transformer: true,
         q8_convs: true,
         bf16_convs: true,
+        nvidia_ring: false,
     };
     for options in [MimiOptions::default(), fast] {
         let model = MimiModel::load_with(cfg.clone(), dir.join("model.safetensors"), options);

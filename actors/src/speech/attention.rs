@@ -29,6 +29,10 @@ pub enum Window {
     Full,
     /// moshi streaming: additionally `p_k ≥ end − context` (a `context`-slot ring).
     MoshiRing,
+    /// NVIDIA's PersonaPlex fork of moshi streaming: its older ring gives the
+    /// oldest slot of a full ring a future position, so the mask drops it:
+    /// `p_k ≥ end + 1 − context`.
+    NvidiaRing,
 }
 
 /// Per-layer keys, values and scratch of one attention (sized once).
@@ -262,8 +266,10 @@ impl RingAttention {
             for i in 0..t {
                 let p = base + i;
                 let mut lo = (p + 1).saturating_sub(context);
-                if window == Window::MoshiRing {
-                    lo = lo.max(end.saturating_sub(context));
+                match window {
+                    Window::Full => {}
+                    Window::MoshiRing => lo = lo.max(end.saturating_sub(context)),
+                    Window::NvidiaRing => lo = lo.max((end + 1).saturating_sub(context)),
                 }
                 let n = p + 1 - lo;
                 let qh = &q_rot[i * width + h * d..i * width + (h + 1) * d];
@@ -423,8 +429,10 @@ mod tests {
                     };
                     let qr = rope(&at(q, p), p);
                     let mut lo = (p + 1).saturating_sub(context);
-                    if window == Window::MoshiRing {
-                        lo = lo.max(end.saturating_sub(context));
+                    match window {
+                        Window::Full => {}
+                        Window::MoshiRing => lo = lo.max(end.saturating_sub(context)),
+                        Window::NvidiaRing => lo = lo.max((end + 1).saturating_sub(context)),
                     }
                     let logits: Vec<f64> = (lo..=p)
                         .map(|pk| {
@@ -456,6 +464,8 @@ mod tests {
             (vec![2; 8], Window::MoshiRing),
             (vec![3; 5], Window::MoshiRing),
             (vec![1; 12], Window::MoshiRing),
+            (vec![2; 8], Window::NvidiaRing),
+            (vec![1; 12], Window::NvidiaRing),
             (vec![16], Window::Full),
         ] {
             let total: usize = steps.iter().sum();

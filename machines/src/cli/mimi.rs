@@ -166,6 +166,7 @@ pub fn run(cmd: MimiCommand, out: &mut dyn Write) -> Result<(), CliError> {
         q8_transformer: args.q8,
         q8_convs: args.q8_convs,
         bf16_convs: args.bf16_convs,
+        nvidia_ring: false,
     };
     match init.initialize_file(cfg, &model_path, options) {
         InitReply::Initialized { .. } => {}

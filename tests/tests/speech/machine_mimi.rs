@@ -145,6 +145,7 @@ fn initialize_reports_shapes_and_routes() {
             q8_transformer: true,
             q8_convs: false,
             bf16_convs: false,
+            nvidia_ring: false,
         },
     ) {
         InitReply::Initialized { routes, .. } => {

@@ -113,6 +113,7 @@ fn q8_transformer_codes_stay_close_to_pytorch() {
         q8_transformer: true,
         q8_convs: false,
         bf16_convs: false,
+        nvidia_ring: false,
     };
     let model = MimiModel::load_with(cfg.clone(), fixture("model.safetensors"), q8).unwrap();
     let c = model.contract();
@@ -137,6 +138,7 @@ fn q8_convs_route_the_deep_convs_and_codes_stay_close_to_pytorch() {
         q8_transformer: true,
         q8_convs: true,
         bf16_convs: false,
+        nvidia_ring: false,
     };
     let model = MimiModel::load_with(cfg.clone(), fixture("model.safetensors"), both).unwrap();
     let linears_only = MimiModel::load_with(
@@ -146,6 +148,7 @@ fn q8_convs_route_the_deep_convs_and_codes_stay_close_to_pytorch() {
             q8_transformer: true,
             q8_convs: false,
             bf16_convs: false,
+            nvidia_ring: false,
         },
     )
     .unwrap();
@@ -200,6 +203,7 @@ fn bf16_convs_route_the_long_convs_and_codes_stay_close_to_pytorch() {
             q8_transformer: q8,
             q8_convs: q8,
             bf16_convs: true,
+            nvidia_ring: false,
         };
         let model = MimiModel::load_with(cfg.clone(), fixture("model.safetensors"), opts).unwrap();
         let c = model.contract();

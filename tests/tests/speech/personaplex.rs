@@ -107,3 +107,58 @@ fn reference_agent_tokens_decode_to_the_reference_audio() {
         .fold(0.0f32, f32::max);
     assert!(err <= 1e-3, "decoded agent audio: max error {err}");
 }
+
+/// NVIDIA's Mimi (PersonaPlex's fork of moshi) on `user.wav` three times
+/// over (11.6 s, past the transformer's 250-step ring), made by
+/// `tests/data/personaplex_mimi_long/make_reference.py`.
+fn long_reference(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("data/personaplex_mimi_long")
+        .join(name)
+}
+
+#[test]
+fn nvidia_ring_mimi_matches_persona_plex_past_its_window() {
+    let pool = LanePool::new(2).unwrap();
+    let cfg = MimiConfig::from_file(fixture("config.json")).unwrap();
+    let opts = voxlane_actors::speech::mimi::MimiOptions {
+        nvidia_ring: true,
+        ..Default::default()
+    };
+    let model = Arc::new(MimiModel::load_with(cfg, fixture("mimi.safetensors"), opts).unwrap());
+    let user = read_wav(fixture("user.wav")).unwrap().mono();
+    let tiled: Vec<f32> = user.iter().chain(&user).chain(&user).copied().collect();
+    let got = encode(&model, &pool, &tiled);
+    let a = read_npy(long_reference("codes.npy")).unwrap();
+    let (k, t) = (a.shape[1], a.shape[2]);
+    let v = a.to_i64();
+    let want: Vec<Vec<u32>> = (0..k)
+        .map(|c| (0..t).map(|i| v[c * t + i] as u32).collect())
+        .collect();
+    assert_eq!(got, want);
+    // Decoding past the window: NVIDIA's ring, not Kyutai's (which differs
+    // there by ~4e-4 on this fixture).
+    let decode = |model: &Arc<MimiModel>| {
+        let mut dec = MimiDecoder::new(model.clone()).unwrap();
+        let (mut audio, mut pcm) = (Vec::new(), vec![0.0f32; 1920]);
+        for i in 0..t {
+            let c: Vec<u32> = (0..k).map(|c| want[c][i]).collect();
+            dec.step(&pool, &c, &mut pcm).unwrap();
+            audio.extend_from_slice(&pcm);
+        }
+        audio.split_off(120 * 1920)
+    };
+    let reference = read_npy(long_reference("decoded_from_120.npy"))
+        .unwrap()
+        .to_f32();
+    let err = |a: &[f32]| {
+        a.iter()
+            .zip(&reference)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max)
+    };
+    let nvidia = err(&decode(&model));
+    let kyutai = err(&decode(&mimi()));
+    assert!(nvidia <= 1e-5, "NVIDIA ring: max error {nvidia}");
+    assert!(kyutai > 1e-4, "the windows differ on this input ({kyutai})");
+}

@@ -79,7 +79,11 @@ fn stages(cfg: &MoshiConfig, weights: LmWeights, threads: usize) -> Result<Stage
     let mcfg = MimiConfig::default();
     let mut init = MimiInit::new();
     let w = MimiWeights::synthetic(&mcfg, 1);
-    match init.initialize_memory(mcfg, w, MimiOptions::default()) {
+    let opts = MimiOptions {
+        nvidia_ring: true,
+        ..MimiOptions::default()
+    };
+    match init.initialize_memory(mcfg, w, opts) {
         InitReply::Initialized { .. } => {}
         other => return Err(format!("mimi_init: {other:?}")),
     }

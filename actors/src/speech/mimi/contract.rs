@@ -33,6 +33,10 @@ pub struct MimiOptions {
     /// with f32 sums, on AMX-BF16 tiles where the CPU has them (off by
     /// default; without tiles `vdpbf16ps` or an emulation, slower than f32).
     pub bf16_convs: bool,
+    /// Stream with NVIDIA's PersonaPlex ring (its fork of moshi drops the
+    /// oldest key of a full attention ring, [`crate::speech::attention::Window::NvidiaRing`]):
+    /// PersonaPlex's Mimi, bit for bit past its 10 s window. Off: Kyutai's.
+    pub nvidia_ring: bool,
 }
 
 /// The format of the q8 options: q8_0 weights against activations rounded

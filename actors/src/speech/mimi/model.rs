@@ -235,12 +235,21 @@ impl MimiModel {
 
     /// A fresh streaming encoder state for steps of up to `max_frames` code frames.
     pub fn encoder_state(&self, max_frames: usize) -> Result<EncoderState, MimiError> {
-        self.encoder_state_with(max_frames, Window::MoshiRing)
+        self.encoder_state_with(max_frames, self.streaming_window())
     }
 
     /// A fresh streaming decoder state for steps of up to `max_frames` code frames.
     pub fn decoder_state(&self, max_frames: usize) -> Result<DecoderState, MimiError> {
-        self.decoder_state_with(max_frames, Window::MoshiRing)
+        self.decoder_state_with(max_frames, self.streaming_window())
+    }
+
+    /// The streaming attention window: Kyutai's ring, or NVIDIA's (PersonaPlex).
+    fn streaming_window(&self) -> Window {
+        if self.contract.options().nvidia_ring {
+            Window::NvidiaRing
+        } else {
+            Window::MoshiRing
+        }
     }
 
     fn encoder_state_with(

@@ -169,7 +169,12 @@ impl Converser {
                 .map_err(|e| ConverseError::Mismatch(format!("thread budget: {e}")))?,
         );
         let mut init = MimiInit::new();
-        match init.initialize_file(mcfg, &paths.mimi, MimiOptions::default()) {
+        // PersonaPlex's Mimi streams with NVIDIA's attention ring, as its LM does.
+        let mimi_options = MimiOptions {
+            nvidia_ring: cfg.is_persona(),
+            ..MimiOptions::default()
+        };
+        match init.initialize_file(mcfg, &paths.mimi, mimi_options) {
             InitReply::Initialized { .. } => {}
             InitReply::Error(e) => return Err(e.into()),
             other => {
