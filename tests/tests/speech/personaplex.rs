@@ -142,7 +142,7 @@ fn nvidia_ring_mimi_matches_persona_plex_past_its_window() {
         let mut dec = MimiDecoder::new(model.clone()).unwrap();
         let (mut audio, mut pcm) = (Vec::new(), vec![0.0f32; 1920]);
         for i in 0..t {
-            let c: Vec<u32> = (0..k).map(|c| want[c][i]).collect();
+            let c: Vec<u32> = want.iter().map(|row| row[i]).collect();
             dec.step(&pool, &c, &mut pcm).unwrap();
             audio.extend_from_slice(&pcm);
         }
