@@ -112,6 +112,12 @@ async fn the_engine_refuses_what_it_cannot_do() {
         ("text_topk=999999", "text sampling"),
         ("voice_prompt=config.json", "bad request"),
     ] {
+        // The previous refusal's stream slot is freed after its close frame.
+        assert!(
+            eventually(Duration::from_secs(30), || server.state.streams.in_flight()
+                == 0)
+            .await
+        );
         let mut ws = connect(server.addr, query).await;
         let mut t = Transcript::default();
         read_until(&mut ws, &mut t, Duration::from_secs(60), |_| false).await;
