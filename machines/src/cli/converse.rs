@@ -10,14 +10,16 @@
 //! input is checked before a model loads; outputs are written atomically
 //! after the run, so a failure leaves no file.
 
-use super::moshi::{output_path, require_file, sampling, SamplingArgs};
+use super::moshi::{
+    cache_dir, check_sampling, default_route, lm_route, output_path, require_file, sampling,
+    SamplingArgs,
+};
 use super::CliError;
 use crate::speech::converse::{configs, ConverseOptions, ConversePaths, Converser};
 use crate::speech::moshi_executor::WeightsSource;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
-use voxlane_actors::speech::moshi::LmWeights;
 use voxlane_actors::speech::voice::resample::resample;
 use voxlane_runtime::io::{read_wav, write_atomic, write_npy, write_wav, NpyArray, NpyData};
 
@@ -175,38 +177,11 @@ pub fn run(a: ConverseArgs, out: &mut dyn Write) -> Result<(), CliError> {
         path: a.input.clone(),
         detail: e.to_string(),
     })?;
-    let params = cfg.dim * cfg.dim * 12 * cfg.num_layers;
-    let route = match a.weights.as_deref() {
-        Some(w) => LmWeights::parse(w).ok_or_else(|| {
-            CliError::Usage(format!(
-                "--weights {w}: expected stored, f32, bf16, q8_0 or q4_0"
-            ))
-        })?,
-        None if params >= 1_000_000_000 => LmWeights::Q8_0,
-        None => LmWeights::AsStored,
-    };
+    let route = lm_route(a.weights.as_deref(), default_route(&cfg))?;
     let sampling = sampling(&a.sampling);
-    for (stream, p, vocab) in [
-        ("text", sampling.text, cfg.text_card),
-        ("audio", sampling.audio, cfg.card),
-    ] {
-        p.validate(vocab)
-            .map_err(|e| CliError::Usage(format!("{stream} sampling: {e}")))?;
-    }
-    let weights_cache = match (&a.weights_cache, a.no_weights_cache) {
-        (_, true) => None,
-        (Some(d), _) => Some(d.clone()),
-        (None, false) => voxlane_runtime::fetch::voxlane_home()
-            .ok()
-            .map(|h| h.join("weights")),
-    };
-    let persona_cache = match (&a.persona_cache, a.no_persona_cache) {
-        (_, true) => None,
-        (Some(d), _) => Some(d.clone()),
-        (None, false) => voxlane_runtime::fetch::voxlane_home()
-            .ok()
-            .map(|h| h.join("personas")),
-    };
+    check_sampling(&sampling, &cfg)?;
+    let weights_cache = cache_dir(&a.weights_cache, a.no_weights_cache, "weights");
+    let persona_cache = cache_dir(&a.persona_cache, a.no_persona_cache, "personas");
     let opts = ConverseOptions {
         threads,
         route,

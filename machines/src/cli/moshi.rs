@@ -199,6 +199,50 @@ pub fn sampling(a: &SamplingArgs) -> StreamSampling {
 }
 
 /// A bound executor with an open session.
+/// The LM's linear storage from `--weights`, else `default`.
+pub fn lm_route(weights: Option<&str>, default: LmWeights) -> Result<LmWeights, CliError> {
+    match weights {
+        Some(w) => LmWeights::parse(w).ok_or_else(|| {
+            CliError::Usage(format!(
+                "--weights {w}: expected stored, f32, bf16, q8_0 or q4_0"
+            ))
+        }),
+        None => Ok(default),
+    }
+}
+
+/// The default storage for `cfg`: q8_0 from 1B parameters, else as stored.
+pub fn default_route(cfg: &MoshiConfig) -> LmWeights {
+    if cfg.dim * cfg.dim * 12 * cfg.num_layers >= 1_000_000_000 {
+        LmWeights::Q8_0
+    } else {
+        LmWeights::AsStored
+    }
+}
+
+/// Sampling values checked against `cfg`'s vocabularies (before a slow model load).
+pub fn check_sampling(sampling: &StreamSampling, cfg: &MoshiConfig) -> Result<(), CliError> {
+    for (stream, p, vocab) in [
+        ("text", sampling.text, cfg.text_card),
+        ("audio", sampling.audio, cfg.card),
+    ] {
+        p.validate(vocab)
+            .map_err(|e| CliError::Usage(format!("{stream} sampling: {e}")))?;
+    }
+    Ok(())
+}
+
+/// A cache folder: `flag` if given, none with `off`, else `$VOXLANE_HOME/<sub>`.
+pub fn cache_dir(flag: &Option<PathBuf>, off: bool, sub: &str) -> Option<PathBuf> {
+    match (flag, off) {
+        (_, true) => None,
+        (Some(d), _) => Some(d.clone()),
+        (None, false) => voxlane_runtime::fetch::voxlane_home()
+            .ok()
+            .map(|h| h.join(sub)),
+    }
+}
+
 struct Lm {
     exec: MoshiExecutor,
     cfg: MoshiConfig,
@@ -229,35 +273,13 @@ fn load_lm(a: &LmArgs) -> Result<Lm, CliError> {
         Some(p) => MoshiConfig::from_file(p).map_err(|e| moshi_err(e.into()))?,
         None => MoshiConfig::default(),
     };
-    let params = cfg.dim * cfg.dim * 12 * cfg.num_layers;
-    let route = match a.weights.as_deref() {
-        Some(w) => LmWeights::parse(w).ok_or_else(|| {
-            CliError::Usage(format!(
-                "--weights {w}: expected stored, f32, bf16, q8_0 or q4_0"
-            ))
-        })?,
-        None if params >= 1_000_000_000 => LmWeights::Q8_0,
-        None => LmWeights::AsStored,
-    };
+    let route = lm_route(a.weights.as_deref(), default_route(&cfg))?;
     let sampling = sampling(&a.sampling);
-    // Sampling values are checked before the (slow) model load.
-    for (stream, p, vocab) in [
-        ("text", sampling.text, cfg.text_card),
-        ("audio", sampling.audio, cfg.card),
-    ] {
-        p.validate(vocab)
-            .map_err(|e| CliError::Usage(format!("{stream} sampling: {e}")))?;
-    }
+    check_sampling(&sampling, &cfg)?;
     let pool = Arc::new(LanePool::new(threads).map_err(|e| CliError::Threads(e.to_string()))?);
     let mut exec = MoshiExecutor::new();
     // Converted linears are kept in $VOXLANE_HOME/weights (none for random weights).
-    let cache_dir = match (&a.weights_cache, a.no_weights_cache) {
-        (_, true) => None,
-        (Some(d), _) => Some(d.clone()),
-        (None, false) => voxlane_runtime::fetch::voxlane_home()
-            .ok()
-            .map(|h| h.join("weights")),
-    };
+    let cache_dir = cache_dir(&a.weights_cache, a.no_weights_cache, "weights");
     let (_, cache) = exec
         .initialize(Initialize {
             config: cfg.clone(),

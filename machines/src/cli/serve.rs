@@ -113,14 +113,7 @@ pub fn validate(a: &ServeArgs) -> Result<DuplexPlan, CliError> {
             detail: "--voices-dir is not a directory".into(),
         });
     }
-    let route = match a.weights.as_deref() {
-        Some(w) => LmWeights::parse(w).ok_or_else(|| {
-            CliError::Usage(format!(
-                "--weights {w}: expected stored, f32, bf16, q8_0 or q4_0"
-            ))
-        })?,
-        None => LmWeights::AsStored,
-    };
+    let route = super::moshi::lm_route(a.weights.as_deref(), LmWeights::AsStored)?;
     let addr = (a.host.as_str(), a.port)
         .to_socket_addrs()
         .ok()
@@ -142,17 +135,13 @@ pub fn validate(a: &ServeArgs) -> Result<DuplexPlan, CliError> {
         options: ConverseOptions {
             threads,
             route,
-            weights_cache: voxlane_runtime::fetch::voxlane_home()
-                .ok()
-                .map(|h| h.join("weights")),
+            weights_cache: super::moshi::cache_dir(&None, false, "weights"),
             personaplex: a.personaplex,
-            persona_cache: match (&a.persona_cache, a.no_persona_cache) {
-                (_, true) => None,
-                (Some(d), _) => Some(d.clone()),
-                (None, false) => voxlane_runtime::fetch::voxlane_home()
-                    .ok()
-                    .map(|h| h.join("personas")),
-            },
+            persona_cache: super::moshi::cache_dir(
+                &a.persona_cache,
+                a.no_persona_cache,
+                "personas",
+            ),
         },
         duplex: DuplexOptions {
             voices_dir: a.voices_dir.clone(),
