@@ -141,3 +141,30 @@ out('pickle', 'synthetic_fit.pkl', pkl({'cache': T(s0, 0, (1,17,4), (68,4,1)), '
 # voice prompt WAVs
 out('voice_prompt','mono16k.wav', wavbytes(16000,1,2,(np.sin(2*np.pi*440*np.arange(8000)/16000)*12000).astype('<i2').tobytes()))
 out('voice_prompt','stereo24k.wav', wavbytes(24000,2,2,np.repeat((np.sin(np.arange(10000)/5)*9000).astype('<i2'),2).tobytes()))
+
+# ogg_opus: Kyutai's sphn streams (what the duplex client sends) and a hand-made
+# packet continued across pages; the first byte picks the reader's chunk size.
+def ogg_crc(b):
+    crc = 0
+    for x in b:
+        crc ^= x << 24
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x04c11db7) & 0xffffffff if crc & 0x80000000 else (crc << 1) & 0xffffffff
+    return crc
+def ogg_page(seq, flags, segs, body):
+    h = b'OggS' + bytes([0, flags]) + struct.pack('<QII', 0, 7, seq) + b'\0\0\0\0' + bytes([len(segs)]) + bytes(segs)
+    p = bytearray(h + body); p[22:26] = struct.pack('<I', ogg_crc(p)); return bytes(p)
+head = b'OpusHead' + bytes([1, 2]) + struct.pack('<HIh', 312, 48000, 0) + b'\0'
+out('ogg_opus', 'continued.ogg', b'\x02' + ogg_page(0, 2, [19], head)
+    + ogg_page(1, 0, [255, 255], bytes(510)) + ogg_page(2, 1, [255, 10], bytes(265)))
+try:
+    import sphn
+    def sphn_stream(rate, frames):
+        w = sphn.OpusStreamWriter(rate); n = rate * 80 // 1000
+        pcm = (0.3 * np.sin(2 * np.pi * 440 * np.arange(n * frames) / rate)).astype(np.float32)
+        return b''.join(bytes(w.append_pcm(pcm[i * n:(i + 1) * n])) for i in range(frames))
+    out('ogg_opus', 'sphn_24k_3frames.ogg', b'\x00' + sphn_stream(24000, 3))
+    out('ogg_opus', 'sphn_24k_chunked.ogg', b'\x05' + sphn_stream(24000, 2))
+    out('ogg_opus', 'sphn_48k_1frame.ogg', b'\x01' + sphn_stream(48000, 1))
+except ImportError:
+    print('sphn missing: the ogg_opus sphn seeds were left as committed')

@@ -7,6 +7,7 @@
 
 use super::moshi::require_file;
 use super::CliError;
+use crate::serve::debug::{self, LiveMachines};
 use crate::serve::duplex::{self, ConverseEngine, DuplexOptions};
 use crate::serve::shell::{shutdown_signal, Shell, ShellConfig};
 use crate::speech::converse::{ConverseOptions, ConversePaths, Converser};
@@ -177,10 +178,12 @@ pub fn run(a: ServeArgs, out: &mut dyn Write) -> Result<(), CliError> {
         // One model: one conversation at a time; a second gets a busy error.
         let shell = Shell::bind(ShellConfig::new(plan.addr)).await?;
         let addr = shell.local_addr()?;
-        let routes = duplex::routes(engine, plan.duplex, shell.state());
+        let live: Arc<dyn LiveMachines> = engine.clone();
+        let routes =
+            duplex::routes(engine, plan.duplex, shell.state()).merge(debug::routes(vec![live]));
         writeln!(
             out,
-            "serving ws://{addr}/api/chat (also /health, /metrics); Ctrl-C stops"
+            "serving ws://{addr}/api/chat (also /health, /metrics, /debug); Ctrl-C stops"
         )?;
         out.flush()?;
         shell.serve(routes, shutdown_signal()).await?;

@@ -6,12 +6,15 @@
 //!   `/metrics`, graceful shutdown: what every route family shares;
 //! - [`duplex`]: `--duplex`, Kyutai's full-duplex websocket protocol at
 //!   `/api/chat` over a [`duplex::DuplexEngine`];
-//! - [`codec`]: Ogg pages and Opus (libopus) streams as `sphn` writes them.
+//! - [`codec`]: Ogg pages and Opus (libopus) streams as `sphn` writes them;
+//! - [`debug`]: `/debug/machines` and the `/debug` page, the live machines'
+//!   states and counters over their diagrams.
 //!
 //! Routes are axum routers built against [`shell::ShellState`], so the
 //! OpenAI-compatible speech routes plug into the same shell. Model work runs
 //! on OS threads of its own, never on the async executor.
 
 pub mod codec;
+pub mod debug;
 pub mod duplex;
 pub mod shell;

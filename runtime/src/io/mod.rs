@@ -1,9 +1,12 @@
 //! File formats at voxlane's edges: NumPy `.npy` arrays (fixtures, codes,
-//! audio) and RIFF WAV audio. Writers are atomic: a temp file renamed into
-//! place, so a failed write never leaves a partial file behind.
+//! audio), RIFF WAV audio, Ogg pages (Opus streams), and PyTorch `.pt`
+//! archives with the restricted pickle reader they need. Writers are atomic:
+//! a temp file renamed into place, so a failed write never leaves a partial
+//! file behind.
 
 pub mod atomic;
 pub mod npy;
+pub mod ogg;
 pub mod pickle;
 pub mod torch_pt;
 pub mod wav;

@@ -21,6 +21,7 @@ use voxlane_actors::text::sentencepiece::SentencePiece;
 use voxlane_actors::tts::frontend::Vocab;
 use voxlane_actors::tts::voices::Voices;
 use voxlane_runtime::io::npy::{parse_npy, NpyData};
+use voxlane_runtime::io::ogg::{parse_opus_head, PageReader, PageWriter, MAX_PACKET_LEN};
 use voxlane_runtime::io::pickle;
 use voxlane_runtime::io::torch_pt::TorchFile;
 use voxlane_runtime::io::wav::parse_wav;
@@ -50,6 +51,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("torch_pt", torch_pt),
     ("pickle", pickle),
     ("voice_prompt", voice_prompt),
+    ("ogg_opus", ogg_opus),
 ];
 
 fn text<E: std::fmt::Display>(e: E) -> String {
@@ -393,4 +395,40 @@ pub fn voice_prompt(data: &[u8]) -> Outcome {
     }
     let _ = p.check_cache_width(1);
     Ok(())
+}
+
+/// An Ogg/Opus stream as the duplex server reads it from a client: bytes in
+/// chunks (the first byte picks the chunk size), packets out, `OpusHead`
+/// parsed; every packet read must survive a write/read round trip.
+pub fn ogg_opus(data: &[u8]) -> Outcome {
+    let Some((&chunk, stream)) = data.split_first() else {
+        return Ok(());
+    };
+    let mut reader = PageReader::new();
+    let mut packets = Vec::new();
+    let mut result = Ok(());
+    for c in stream.chunks(usize::from(chunk) * 61 + 1) {
+        if let Err(e) = reader.push(c) {
+            result = Err(text(e));
+            break;
+        }
+        while let Some(p) = reader.next_packet() {
+            packets.push(p);
+        }
+    }
+    let mut writer = PageWriter::new(42);
+    for (i, p) in packets.iter().enumerate() {
+        assert!(p.len() <= MAX_PACKET_LEN, "packet of {} bytes", p.len());
+        if p.starts_with(b"OpusHead") {
+            if let Ok(head) = parse_opus_head(p) {
+                assert!(matches!(head.channels, 1 | 2));
+            }
+        }
+        if let Ok(page) = writer.page(p, i as u64) {
+            let mut again = PageReader::new();
+            again.push(&page).expect("a page we wrote reads back");
+            assert_eq!(again.next_packet().as_deref(), Some(p.as_slice()));
+        }
+    }
+    result
 }

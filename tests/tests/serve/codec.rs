@@ -2,8 +2,10 @@
 //! through libopus and back.
 
 use super::support::{sine, FRAME, RATE};
-use voxlane_machines::serve::codec::ogg::{crc32, PageReader, PageWriter};
 use voxlane_machines::serve::codec::{CodecError, OpusStreamDecoder, OpusStreamEncoder};
+use voxlane_runtime::io::ogg::{
+    crc32, parse_opus_head, OggError, OpusHead, PageReader, PageWriter, MAX_PACKET_LEN,
+};
 
 #[test]
 fn ogg_crc_matches_the_reference_value() {
@@ -46,16 +48,81 @@ fn ogg_reader_rejects_corruption() {
     page[last] ^= 1;
     assert!(matches!(
         PageReader::new().push(&page),
-        Err(CodecError::Checksum { .. })
+        Err(OggError::Checksum { .. })
     ));
     assert!(matches!(
         PageReader::new().push(b"RIFF...."),
-        Err(CodecError::CapturePattern)
+        Err(OggError::CapturePattern)
     ));
     assert!(
         PageReader::new().push(b"Og").is_ok(),
         "a prefix of a page waits for more"
     );
+}
+
+#[test]
+fn ogg_reader_bounds_a_packet_continued_across_pages() {
+    // Pages of 255 full segments, each continuing the last: the packet never
+    // ends, and the reader refuses it once it passes its bound.
+    let body = vec![7u8; 255 * 255];
+    let mut refused = None;
+    let mut r = PageReader::new();
+    for seq in 0..(MAX_PACKET_LEN / body.len() + 2) as u32 {
+        let mut page = Vec::new();
+        page.extend_from_slice(b"OggS");
+        page.push(0);
+        page.push(if seq == 0 { 0x02 } else { 0x01 });
+        page.extend_from_slice(&0u64.to_le_bytes());
+        page.extend_from_slice(&1u32.to_le_bytes());
+        page.extend_from_slice(&seq.to_le_bytes());
+        page.extend_from_slice(&[0; 4]);
+        page.push(255);
+        page.extend(std::iter::repeat_n(255u8, 255));
+        page.extend_from_slice(&body);
+        let crc = crc32(&page);
+        page[22..26].copy_from_slice(&crc.to_le_bytes());
+        if let Err(e) = r.push(&page) {
+            refused = Some(e);
+            break;
+        }
+        assert!(
+            r.next_packet().is_none(),
+            "an unfinished packet is not given out"
+        );
+    }
+    assert_eq!(refused, Some(OggError::Oversized(MAX_PACKET_LEN)));
+}
+
+#[test]
+fn opus_head_is_parsed_and_checked() {
+    let mut head = b"OpusHead".to_vec();
+    head.extend_from_slice(&[1, 2]);
+    head.extend_from_slice(&312u16.to_le_bytes());
+    head.extend_from_slice(&24_000u32.to_le_bytes());
+    head.extend_from_slice(&(-256i16).to_le_bytes());
+    head.push(0);
+    assert_eq!(
+        parse_opus_head(&head),
+        Ok(OpusHead {
+            channels: 2,
+            pre_skip: 312,
+            input_rate: 24_000,
+            gain: -256
+        })
+    );
+    assert!(parse_opus_head(&head[..18]).is_err(), "too short");
+    let mut six = head.clone();
+    six[9] = 6;
+    assert_eq!(
+        parse_opus_head(&six),
+        Err(OggError::Head("not mono or stereo"))
+    );
+    let mut family = head.clone();
+    family[18] = 1;
+    assert!(parse_opus_head(&family).is_err(), "multichannel family");
+    let mut major = head;
+    major[8] = 0x10;
+    assert!(parse_opus_head(&major).is_err(), "major version 1");
 }
 
 #[test]

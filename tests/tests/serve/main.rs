@@ -4,6 +4,7 @@
 //! `voxlane serve --duplex` end to end on the tiny PersonaPlex fixture.
 
 mod codec;
+mod debug;
 mod duplex_e2e;
 mod duplex_protocol;
 mod python_client;

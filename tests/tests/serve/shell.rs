@@ -3,35 +3,17 @@
 
 use super::support::*;
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// A bare HTTP/1.1 GET; the status and body.
-async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).await.unwrap();
-    let text = String::from_utf8_lossy(&buf).to_string();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
-    (status, body)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_metrics_and_json_errors() {
     let server = start(Arc::new(EchoEngineTestDouble::default()), None).await;
-    let (status, body) = get(server.addr, "/health").await;
+    let (status, body) = http_get(server.addr, "/health").await;
     assert_eq!(status, 200);
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["status"], "ok");
     assert_eq!(v["max_streams"], 1);
 
-    let (status, body) = get(server.addr, "/metrics").await;
+    let (status, body) = http_get(server.addr, "/metrics").await;
     assert_eq!(status, 200);
     for name in [
         "voxlane_streams_in_flight",
@@ -44,12 +26,12 @@ async fn health_metrics_and_json_errors() {
         );
     }
 
-    let (status, body) = get(server.addr, "/nope").await;
+    let (status, body) = http_get(server.addr, "/nope").await;
     assert_eq!(status, 404);
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["error"]["code"], "not_found");
 
-    let (status, body) = get(server.addr, "/api/chat?text_topk=zero").await;
+    let (status, body) = http_get(server.addr, "/api/chat?text_topk=zero").await;
     assert_eq!(status, 400, "a bad query over plain HTTP is a 4xx");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["error"]["code"], "bad_query");
@@ -58,7 +40,7 @@ async fn health_metrics_and_json_errors() {
         .unwrap()
         .contains("text_topk"));
 
-    let (status, body) = get(server.addr, "/api/chat").await;
+    let (status, body) = http_get(server.addr, "/api/chat").await;
     assert!((400..500).contains(&status), "no upgrade: {status}");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["error"]["code"], "websocket_required");

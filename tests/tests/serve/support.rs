@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::Message;
 use voxlane_machines::serve::codec::{OpusStreamDecoder, OpusStreamEncoder};
+use voxlane_machines::serve::debug::{self, LiveMachines};
 use voxlane_machines::serve::duplex::{
     self, ConverseRequest, DuplexEngine, DuplexFrame, DuplexOptions, DuplexSession, EngineError,
 };
@@ -41,6 +42,8 @@ struct EchoSession {
     frames: u64,
     live: Arc<AtomicUsize>,
 }
+
+impl LiveMachines for EchoEngineTestDouble {}
 
 impl DuplexEngine for EchoEngineTestDouble {
     fn open(&self, req: &ConverseRequest) -> Result<Box<dyn DuplexSession>, EngineError> {
@@ -119,7 +122,9 @@ pub async fn start(engine: Arc<dyn DuplexEngine>, voices_dir: Option<PathBuf>) -
     let shell = Shell::bind(cfg).await.unwrap();
     let addr = shell.local_addr().unwrap();
     let state = shell.state().clone();
-    let routes = duplex::routes(engine, DuplexOptions { voices_dir }, shell.state());
+    let live: Arc<dyn LiveMachines> = engine.clone();
+    let routes = duplex::routes(engine, DuplexOptions { voices_dir }, shell.state())
+        .merge(debug::routes(vec![live]));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(shell.serve(routes, async move {
         let _ = stopped.await;
@@ -241,4 +246,25 @@ pub async fn eventually(timeout: Duration, cond: impl Fn() -> bool) -> bool {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     cond()
+}
+
+/// A bare HTTP/1.1 GET; the status and body.
+pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    tokio::io::AsyncWriteExt::write_all(&mut s, req.as_bytes())
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut s, &mut buf)
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    (status, body)
 }

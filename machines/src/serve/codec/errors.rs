@@ -3,30 +3,12 @@
 /// A malformed Ogg page, a stream that is not Opus, or a libopus failure.
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
-    /// The bytes where a page starts are not `OggS`.
-    #[error("not an Ogg page: expected the capture pattern `OggS`")]
-    CapturePattern,
-    /// An Ogg page whose stream structure version is not 0.
-    #[error("unsupported Ogg version {0}")]
-    Version(u8),
-    /// The page's CRC does not match its bytes.
-    #[error("Ogg page checksum mismatch (page {sequence})")]
-    Checksum {
-        /// The page's sequence number.
-        sequence: u32,
-    },
-    /// A packet too large for one page (the writer puts one packet per page).
-    #[error("packet of {0} bytes does not fit one Ogg page")]
-    PacketTooLarge(usize),
-    /// Pending bytes past the largest possible page without a whole page.
-    #[error("a packet grew past {0} bytes without ending")]
-    Oversized(usize),
+    /// A malformed Ogg page or `OpusHead`.
+    #[error(transparent)]
+    Ogg(#[from] voxlane_runtime::io::ogg::OggError),
     /// An audio packet before the stream's `OpusHead`.
     #[error("Opus audio before the OpusHead header")]
     MissingHead,
-    /// An `OpusHead` that cannot be used.
-    #[error("bad OpusHead: {0}")]
-    Head(&'static str),
     /// A sample rate libopus does not run at.
     #[error("unsupported sample rate {0} Hz (8000, 12000, 16000, 24000 or 48000)")]
     SampleRate(u32),

@@ -1,9 +1,8 @@
-//! The duplex route's audio codec: Ogg pages ([`ogg`]) carrying Opus packets
-//! ([`opus`], libopus), streamed as Kyutai's `sphn` `OpusStreamWriter` /
+//! The duplex route's audio codec: Ogg pages (`voxlane_runtime::io::ogg`)
+//! carrying Opus packets ([`opus`], libopus), streamed as Kyutai's `sphn` `OpusStreamWriter` /
 //! `OpusStreamReader` do (24 kHz mono, one packet per page).
 
 pub mod errors;
-pub mod ogg;
 pub mod opus;
 
 pub use errors::CodecError;

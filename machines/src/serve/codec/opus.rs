@@ -3,8 +3,8 @@
 //! stream's rate (24 kHz for Mimi), an `OpusHead` page and an `OpusTags`
 //! page first, then one page per encoded frame.
 
-use super::ogg::{PageReader, PageWriter};
 use super::CodecError;
+use voxlane_runtime::io::ogg::{parse_opus_head, PageReader, PageWriter};
 
 /// The Ogg serial number of streams we write (sphn writes 42 too).
 const SERIAL: u32 = 42;
@@ -93,7 +93,7 @@ impl OpusStreamEncoder {
         self.samples += pcm.len() as u64;
         // Granule positions count 48 kHz samples whatever the input rate (RFC 7845).
         let granule = self.samples * 48_000 / self.rate as u64;
-        self.pages.page(&self.packet[..n], granule)
+        Ok(self.pages.page(&self.packet[..n], granule)?)
     }
 }
 
@@ -130,7 +130,7 @@ impl OpusStreamDecoder {
         self.pages.push(bytes)?;
         while let Some(packet) = self.pages.next_packet() {
             if packet.starts_with(b"OpusHead") {
-                check_head(&packet)?;
+                parse_opus_head(&packet)?;
                 self.seen_head = true;
                 continue;
             }
@@ -147,21 +147,4 @@ impl OpusStreamDecoder {
         }
         Ok(())
     }
-}
-
-/// Checks the `OpusHead` fields a mono/stereo decoder relies on.
-fn check_head(packet: &[u8]) -> Result<(), CodecError> {
-    if packet.len() < 19 {
-        return Err(CodecError::Head("shorter than 19 bytes"));
-    }
-    if packet[8] >> 4 != 0 {
-        return Err(CodecError::Head("unsupported major version"));
-    }
-    if !matches!(packet[9], 1 | 2) {
-        return Err(CodecError::Head("not mono or stereo"));
-    }
-    if packet[18] != 0 {
-        return Err(CodecError::Head("multichannel mapping family"));
-    }
-    Ok(())
 }

@@ -1,17 +1,24 @@
 //! The real engine behind `voxlane serve --duplex`: a [`DuplexEngine`] over
 //! [`Converser`] (PersonaPlex or Moshi + Mimi, pipelined by the
-//! `speech_wavefront` machine). One conversation at a time: the session
-//! takes the loaded converser and gives it back when dropped.
+//! `speech_wavefront` machine). One conversation at a time: a session marks
+//! the converser busy and locks it for each frame, so `/debug` can read its
+//! machines between frames.
 
 use super::engine::{ConverseRequest, DuplexEngine, DuplexFrame, DuplexSession, EngineError};
+use crate::serve::debug::LiveMachines;
 use crate::speech::converse::{ConverseError, Converser};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
 use voxlane_actors::speech::moshi::StreamSampling;
 use voxlane_actors::speech::sampler::SamplingParams;
+use voxlane_runtime::DiagnosticsSnapshot;
 
 /// The loaded models, lent to one session at a time.
 pub struct ConverseEngine {
-    slot: Arc<Mutex<Option<Converser>>>,
+    converser: Arc<Mutex<Converser>>,
+    /// Set while a session holds the converser.
+    busy: Arc<AtomicBool>,
     sample_rate: u32,
     frame_size: usize,
     text_vocab: usize,
@@ -26,7 +33,8 @@ impl ConverseEngine {
             frame_size: converser.frame_size(),
             text_vocab: converser.config().text_card,
             audio_vocab: converser.config().card,
-            slot: Arc::new(Mutex::new(Some(converser))),
+            converser: Arc::new(Mutex::new(converser)),
+            busy: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -82,20 +90,22 @@ impl DuplexEngine for ConverseEngine {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64)
         });
-        let mut converser = self
-            .slot
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or_else(|| EngineError::Failed("the model is in another conversation".into()))?;
-        let started = converser
-            .persona(req.voice_prompt.as_deref(), req.text_prompt.as_deref())
-            .and_then(|persona| converser.start(&persona, sampling, seed));
+        if self.busy.swap(true, Ordering::SeqCst) {
+            return Err(EngineError::Failed(
+                "the model is in another conversation".into(),
+            ));
+        }
+        // From here the session owns `busy`: dropping it (on error too) clears it.
         let session = ConverseSession {
-            converser: Some(converser),
-            slot: self.slot.clone(),
+            converser: self.converser.clone(),
+            busy: self.busy.clone(),
         };
-        started.map_err(engine_error)?; // `session` drops here on error, returning the converser
+        {
+            let mut c = session.lock();
+            c.persona(req.voice_prompt.as_deref(), req.text_prompt.as_deref())
+                .and_then(|persona| c.start(&persona, sampling, seed))
+                .map_err(engine_error)?;
+        }
         Ok(Box::new(session))
     }
 
@@ -108,18 +118,39 @@ impl DuplexEngine for ConverseEngine {
     }
 }
 
-/// One conversation holding the converser.
+impl LiveMachines for ConverseEngine {
+    fn machines(&self, wait: Duration) -> Option<Vec<DiagnosticsSnapshot>> {
+        // A session locks the converser for one frame at a time (a prompt
+        // phase for seconds): poll for a gap rather than queue behind it.
+        let deadline = Instant::now() + wait;
+        loop {
+            match self.converser.try_lock() {
+                Ok(mut c) => return Some(c.machines()),
+                Err(TryLockError::Poisoned(p)) => return Some(p.into_inner().machines()),
+                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(TryLockError::WouldBlock) => return None,
+            }
+        }
+    }
+}
+
+/// One conversation: the converser is its own while `busy` is set.
 struct ConverseSession {
-    converser: Option<Converser>,
-    slot: Arc<Mutex<Option<Converser>>>,
+    converser: Arc<Mutex<Converser>>,
+    busy: Arc<AtomicBool>,
+}
+
+impl ConverseSession {
+    fn lock(&self) -> MutexGuard<'_, Converser> {
+        self.converser.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl DuplexSession for ConverseSession {
     fn step(&mut self, pcm: &[f32]) -> Result<Option<DuplexFrame>, EngineError> {
-        let c = self
-            .converser
-            .as_mut()
-            .ok_or_else(|| EngineError::Failed("session closed".into()))?;
+        let mut c = self.lock();
         let (pcm, token) = match c.push(pcm).map_err(engine_error)? {
             Some(f) => (f.pcm.to_vec(), f.tokens.first().copied()),
             None => return Ok(None),
@@ -131,8 +162,6 @@ impl DuplexSession for ConverseSession {
 
 impl Drop for ConverseSession {
     fn drop(&mut self) {
-        if let Some(c) = self.converser.take() {
-            *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(c);
-        }
+        self.busy.store(false, Ordering::SeqCst);
     }
 }

@@ -4,6 +4,7 @@
 //! one input frame at a time. The engine (PersonaPlex LM + Mimi) implements
 //! these traits; the route never touches a model.
 
+use crate::serve::debug::LiveMachines;
 use std::path::PathBuf;
 
 /// Prompts and sampling of one conversation, from the query string; `None`
@@ -56,8 +57,9 @@ pub enum EngineError {
     Unavailable(String),
 }
 
-/// A loaded conversation model; shared by the route, used by one session at a time.
-pub trait DuplexEngine: Send + Sync + 'static {
+/// A loaded conversation model; shared by the route, used by one session at
+/// a time; its machines shown by `/debug`.
+pub trait DuplexEngine: LiveMachines + Send + Sync + 'static {
     /// Runs the prompt phase (blocking: called on a worker thread) and returns the session.
     fn open(&self, req: &ConverseRequest) -> Result<Box<dyn DuplexSession>, EngineError>;
     /// The audio rate in and out (Mimi: 24 000 Hz).

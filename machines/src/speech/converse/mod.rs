@@ -28,7 +28,7 @@ use voxlane_actors::speech::moshi::{
 use voxlane_actors::speech::voice::prompt::VoicePrompt;
 use voxlane_actors::text::sentencepiece::SentencePiece;
 use voxlane_runtime::weights::WeightFile;
-use voxlane_runtime::LanePool;
+use voxlane_runtime::{DiagnosticsSnapshot, LanePool};
 
 /// Streaming state a Mimi session may hold (generous: one frame per push).
 const MIMI_SESSION_BYTES: usize = 1 << 30;
@@ -416,5 +416,26 @@ impl Converser {
     /// The wavefront machine (diagnostics, state).
     pub fn wavefront(&mut self) -> &mut Wavefront {
         &mut self.wavefront
+    }
+
+    /// Every machine the converser holds, with its live counters: the
+    /// wavefront, then the Mimi encoder, the LM and the Mimi decoder it drives
+    /// (parked or bound). What a server's `/debug/machines` shows.
+    pub fn machines(&mut self) -> Vec<DiagnosticsSnapshot> {
+        let mut out: Vec<DiagnosticsSnapshot> = self.wavefront.diagnostics().into_iter().collect();
+        let stages = match self.parked.as_mut() {
+            Some(s) => Some(s),
+            None => self.wavefront.stages_mut(),
+        };
+        if let Some(st) = stages {
+            if let SessionReply::Diagnostics(d) = st.encoder.diagnostics() {
+                out.push(d);
+            }
+            out.extend(st.lm.diagnostics());
+            if let SessionReply::Diagnostics(d) = st.decoder.diagnostics() {
+                out.push(d);
+            }
+        }
+        out
     }
 }

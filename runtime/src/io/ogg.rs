@@ -1,8 +1,34 @@
-//! Ogg pages (RFC 3533), as small as the duplex stream needs: a writer that
-//! puts each packet on its own page, and an incremental reader that takes
-//! bytes in any chunks and gives back whole packets, checking each page's CRC.
+//! Ogg pages (RFC 3533), as small as an Opus stream needs: a writer that
+//! puts each packet on its own page, an incremental reader that takes bytes
+//! in any chunks and gives back whole packets (checking each page's CRC), and
+//! the `OpusHead` packet's parser (RFC 7845). Bytes from the network: every
+//! size is bounded before anything is buffered.
 
-use super::CodecError;
+/// A malformed Ogg page or `OpusHead`.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum OggError {
+    /// The bytes where a page starts are not `OggS`.
+    #[error("not an Ogg page: expected the capture pattern `OggS`")]
+    CapturePattern,
+    /// An Ogg page whose stream structure version is not 0.
+    #[error("unsupported Ogg version {0}")]
+    Version(u8),
+    /// The page's CRC does not match its bytes.
+    #[error("Ogg page checksum mismatch (page {sequence})")]
+    Checksum {
+        /// The page's sequence number.
+        sequence: u32,
+    },
+    /// A packet too large for one page (the writer puts one packet per page).
+    #[error("packet of {0} bytes does not fit one Ogg page")]
+    PacketTooLarge(usize),
+    /// A packet continued across pages past the reader's bound.
+    #[error("a packet grew past {0} bytes without ending")]
+    Oversized(usize),
+    /// An `OpusHead` that cannot be used.
+    #[error("bad OpusHead: {0}")]
+    Head(&'static str),
+}
 
 /// Most segments a page holds (the lacing table's length is one byte).
 const MAX_SEGMENTS: usize = 255;
@@ -11,7 +37,7 @@ const HEADER_LEN: usize = 27;
 /// The largest page: header, a full lacing table, 255 segments of 255 bytes.
 pub const MAX_PAGE_LEN: usize = HEADER_LEN + MAX_SEGMENTS + MAX_SEGMENTS * 255;
 /// A packet the reader will assemble across pages before refusing it.
-const MAX_PACKET_LEN: usize = 1 << 20;
+pub const MAX_PACKET_LEN: usize = 1 << 20;
 
 /// Header flag: this page begins the logical stream.
 pub const FLAG_BOS: u8 = 0x02;
@@ -64,12 +90,12 @@ impl PageWriter {
 
     /// The page holding `packet` whole, its granule position `granule`; the
     /// first page written carries the begin-of-stream flag.
-    pub fn page(&mut self, packet: &[u8], granule: u64) -> Result<Vec<u8>, CodecError> {
+    pub fn page(&mut self, packet: &[u8], granule: u64) -> Result<Vec<u8>, OggError> {
         // A packet ends at its first lacing value below 255: a length that is
         // a multiple of 255 takes a final 0.
         let segments = packet.len() / 255 + 1;
         if segments > MAX_SEGMENTS {
-            return Err(CodecError::PacketTooLarge(packet.len()));
+            return Err(OggError::PacketTooLarge(packet.len()));
         }
         let flags = if self.sequence == 0 { FLAG_BOS } else { 0 };
         let mut page = Vec::with_capacity(HEADER_LEN + segments + packet.len());
@@ -106,7 +132,7 @@ impl PageReader {
     }
 
     /// Appends `bytes` and parses every page they complete.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<(), CodecError> {
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), OggError> {
         let mut pending = std::mem::take(&mut self.pending);
         pending.extend_from_slice(bytes);
         let mut start = 0;
@@ -129,14 +155,14 @@ impl PageReader {
 
     /// Parses one page at the start of `buf` into packets; its length, or
     /// `None` while the page is incomplete.
-    fn parse_page(&mut self, buf: &[u8]) -> Result<Option<usize>, CodecError> {
+    fn parse_page(&mut self, buf: &[u8]) -> Result<Option<usize>, OggError> {
         if buf.len() < HEADER_LEN {
             check_capture(buf)?;
             return Ok(None);
         }
         check_capture(buf)?;
         if buf[4] != 0 {
-            return Err(CodecError::Version(buf[4]));
+            return Err(OggError::Version(buf[4]));
         }
         let flags = buf[5];
         let sequence = u32::from_le_bytes([buf[18], buf[19], buf[20], buf[21]]);
@@ -153,7 +179,7 @@ impl PageReader {
         let mut zeroed = page.to_vec();
         zeroed[22..26].fill(0);
         if crc32(&zeroed) != stored_crc {
-            return Err(CodecError::Checksum { sequence });
+            return Err(OggError::Checksum { sequence });
         }
         if flags & FLAG_CONTINUED == 0 {
             // A fresh page drops any packet a lost page left unfinished.
@@ -165,7 +191,7 @@ impl PageReader {
             self.partial.extend_from_slice(&page[offset..offset + l]);
             offset += l;
             if self.partial.len() > MAX_PACKET_LEN {
-                return Err(CodecError::Oversized(MAX_PACKET_LEN));
+                return Err(OggError::Oversized(MAX_PACKET_LEN));
             }
             if l < 255 {
                 self.packets.push_back(std::mem::take(&mut self.partial));
@@ -176,11 +202,49 @@ impl PageReader {
 }
 
 /// Checks that `buf` starts (as far as it goes) with `OggS`.
-fn check_capture(buf: &[u8]) -> Result<(), CodecError> {
+fn check_capture(buf: &[u8]) -> Result<(), OggError> {
     let n = buf.len().min(4);
     if buf[..n] == b"OggS"[..n] {
         Ok(())
     } else {
-        Err(CodecError::CapturePattern)
+        Err(OggError::CapturePattern)
     }
+}
+
+/// The fields of an `OpusHead` packet a mono/stereo decoder relies on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpusHead {
+    /// Output channels (1 or 2).
+    pub channels: u8,
+    /// Samples (at 48 kHz) to drop from the start of the decoded stream.
+    pub pre_skip: u16,
+    /// The encoder's input rate (informational; Opus decodes at any rate).
+    pub input_rate: u32,
+    /// Output gain, Q7.8 dB.
+    pub gain: i16,
+}
+
+/// Parses an `OpusHead` packet (RFC 7845 section 5.1), mono or stereo only.
+pub fn parse_opus_head(packet: &[u8]) -> Result<OpusHead, OggError> {
+    if !packet.starts_with(b"OpusHead") {
+        return Err(OggError::Head("missing the OpusHead magic"));
+    }
+    if packet.len() < 19 {
+        return Err(OggError::Head("shorter than 19 bytes"));
+    }
+    if packet[8] >> 4 != 0 {
+        return Err(OggError::Head("unsupported major version"));
+    }
+    if !matches!(packet[9], 1 | 2) {
+        return Err(OggError::Head("not mono or stereo"));
+    }
+    if packet[18] != 0 {
+        return Err(OggError::Head("multichannel mapping family"));
+    }
+    Ok(OpusHead {
+        channels: packet[9],
+        pre_skip: u16::from_le_bytes([packet[10], packet[11]]),
+        input_rate: u32::from_le_bytes([packet[12], packet[13], packet[14], packet[15]]),
+        gain: i16::from_le_bytes([packet[16], packet[17]]),
+    })
 }
