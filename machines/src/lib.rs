@@ -18,6 +18,8 @@
 //!   server, `voxlane serve` (the shell, the duplex `/api/chat` route, the
 //!   Ogg/Opus codec).
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod core;
 pub mod kernels;

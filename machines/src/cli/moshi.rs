@@ -66,6 +66,7 @@ pub struct SamplingArgs {
     pub text_top_p: Option<f32>,
 }
 
+/// The LM flags `moshi`, `converse` and `serve` share (model files and sampling).
 #[derive(Debug, Clone, clap::Args)]
 pub struct LmArgs {
     /// LM weights (`model.safetensors`, official naming; bf16, f16 or f32).

@@ -1,7 +1,7 @@
 //! ONNX models: a memory-mapped reader for graphs and their weights.
 //!
 //! A hand-written protobuf decoder ([`wire`]) walks `ModelProto → GraphProto
-//! → NodeProto / TensorProto` ([`parse`]); initializer payloads stored as
+//! → NodeProto / TensorProto` (`parse`); initializer payloads stored as
 //! `raw_data` stay borrowed from the map, so opening the 92 MB int8 or 310 MB
 //! fp32 Kokoro export costs a scan, not a copy. Truncated, foreign and
 //! corrupt files are typed errors naming what is wrong ([`OnnxError`]).

@@ -14,7 +14,7 @@
 //! the exact step; bf16 where the width is not whole 32-value blocks) for
 //! approximate distances with a proven error bound per entry, then
 //! computes the exact f32 distance only for the entries the bound cannot
-//! rule out ([`nearest`]): the same code as an exhaustive f32 search, for a
+//! rule out (`nearest`): the same code as an exhaustive f32 search, for a
 //! quarter of the codebook traffic per frame.
 
 use super::config::{MimiConfig, QuantizerConfig};

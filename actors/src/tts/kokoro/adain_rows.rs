@@ -9,7 +9,7 @@
 //! that is five to seven passes over a `[C, T]` tensor; here each row is
 //! normalised, activated and ranged while it sits in L1/L2. The affine is
 //! one multiply-add, `(x − μ)·((1 + γ)/σ) + β`, instead of the graph's
-//! division then scaling, and `sin²` is one polynomial ([`sin_sq`]) instead
+//! division then scaling, and `sin²` is one polynomial (`sin_sq`) instead
 //! of the sine squared: within float rounding of the graph's order, which
 //! [`adain_rows_reference`] keeps (with onnxruntime's sine).
 

@@ -2,7 +2,7 @@
 //! row kernels (LayerNorm, SkipLayerNorm, FastGelu, softmax attention),
 //! compiled once per SIMD level.
 //!
-//! Each loop is plain Rust written so LLVM vectorises it; [`dispatch!`]
+//! Each loop is plain Rust written so LLVM vectorises it; `dispatch!`
 //! instantiates it inside a `#[target_feature]` trampoline for AVX-512 and
 //! AVX2 (the crate itself targets baseline x86-64). Rust never contracts
 //! `a·b + c` into an FMA; where onnxruntime fuses, the code says so with
