@@ -1,22 +1,26 @@
-//! `voxlane serve`: the HTTP/websocket server. `--duplex` serves Kyutai's
-//! full-duplex protocol at `/api/chat` over a PersonaPlex (or Moshi) model
-//! loaded once; without it the OpenAI-compatible speech routes will serve
-//! (not built yet: a clear error). Flags and files are checked before a
-//! model loads; the server stops on SIGINT/SIGTERM after the conversation
-//! in flight has been answered.
+//! `voxlane serve`: the HTTP/websocket server. Without `--duplex` it serves
+//! OpenAI's speech routes over Kokoro (fetched on first use, as `speak`
+//! does); `--duplex` serves Kyutai's full-duplex protocol at `/api/chat`
+//! over a PersonaPlex (or Moshi) model loaded once. Flags and files are
+//! checked before a model loads; the server stops on SIGINT/SIGTERM after
+//! the streams in flight have been answered.
 
+use super::fetch::{converted_model, fetch_models};
 use super::moshi::require_file;
 use super::CliError;
 use crate::serve::debug::{self, LiveMachines};
 use crate::serve::duplex::{self, ConverseEngine, DuplexOptions};
 use crate::serve::shell::{shutdown_signal, Shell, ShellConfig};
+use crate::serve::speech::{self, SpeechEngine, SpeechEngineConfig};
 use crate::speech::converse::{ConverseOptions, ConversePaths, Converser};
 use crate::speech::moshi_executor::WeightsSource;
+use crate::tts::TtsPaths;
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::Arc;
 use voxlane_actors::speech::moshi::LmWeights;
+use voxlane_runtime::fetch::Fetcher;
 
 /// Async runtime threads: they only move bytes (models run on their own threads).
 const IO_THREADS: usize = 2;
@@ -54,12 +58,27 @@ pub struct ServeArgs {
     /// Host to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
-    /// Port to listen on (0: any free port, printed at start).
-    #[arg(long, default_value_t = 8998)]
-    pub port: u16,
-    /// Compute thread budget of the model, caller included.
+    /// Port to listen on (default 8880, 8998 with --duplex; 0: any free port, printed at start).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Compute thread budget of the model(s), caller included.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Speech: syntheses at once, each on its share of --threads (default: one per two threads).
+    #[arg(long, value_name = "K")]
+    pub max_concurrency: Option<usize>,
+    /// Speech: requests that may wait for a synthesis slot; beyond, 503 at once.
+    #[arg(long, value_name = "Q", default_value_t = 4)]
+    pub queue: usize,
+    /// Speech: the Kokoro model file (default: the cached one, fetched on first use).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Speech: the voice packs `.npz` (default: the cached ones).
+    #[arg(long)]
+    pub voices: Option<PathBuf>,
+    /// Pin each compute lane to its own core.
+    #[arg(long)]
+    pub pin: bool,
     /// Keep PersonaPlex sessions after their prompt in DIR (default
     /// `$VOXLANE_HOME/personas`): a repeated persona's handshake comes without its prompt.
     #[arg(long, value_name = "DIR", conflicts_with = "no_persona_cache")]
@@ -82,16 +101,108 @@ pub struct DuplexPlan {
     pub addr: SocketAddr,
 }
 
+/// What a checked `voxlane serve` (speech routes) command line runs.
+#[derive(Debug, Clone)]
+pub struct SpeechPlan {
+    /// Explicit model file, else the cached default.
+    pub model: Option<PathBuf>,
+    /// Explicit voice packs, else the cached default.
+    pub voices: Option<PathBuf>,
+    /// The thread split.
+    pub engine: SpeechEngineConfig,
+    /// Requests that may wait beyond the running ones.
+    pub queue: usize,
+    /// Where to listen.
+    pub addr: SocketAddr,
+}
+
+/// A checked `voxlane serve` command line.
+#[derive(Debug, Clone)]
+pub enum ServePlan {
+    /// The OpenAI-compatible speech routes.
+    Speech(SpeechPlan),
+    /// `--duplex`: the full-duplex websocket.
+    Duplex(DuplexPlan),
+}
+
+fn listen_addr(host: &str, port: u16) -> Result<SocketAddr, CliError> {
+    (host, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "--host {host}: not an address this machine can listen on"
+            ))
+        })
+}
+
 /// Checks the flags and files, loading nothing.
-pub fn validate(a: &ServeArgs) -> Result<DuplexPlan, CliError> {
-    if !a.duplex {
-        return Err(CliError::Usage(
-            "`voxlane serve` without --duplex will serve the OpenAI-compatible speech routes, \
-             which are not built yet; use `voxlane serve --duplex --lm F --mimi M --tokenizer SPM`"
-                .into(),
-        ));
+pub fn validate(a: &ServeArgs) -> Result<ServePlan, CliError> {
+    if a.duplex {
+        return validate_duplex(a).map(ServePlan::Duplex);
     }
     let threads = super::check_threads(a.threads)?;
+    let duplex_only = [
+        ("--lm", a.lm.is_some()),
+        ("--mimi", a.mimi.is_some()),
+        ("--tokenizer", a.tokenizer.is_some()),
+        ("--voices-dir", a.voices_dir.is_some()),
+        ("--personaplex", a.personaplex),
+    ];
+    if let Some((flag, _)) = duplex_only.iter().find(|(_, given)| *given) {
+        return Err(CliError::Usage(format!(
+            "{flag} belongs to `voxlane serve --duplex`; the speech routes serve Kokoro"
+        )));
+    }
+    let workers = match a.max_concurrency {
+        Some(0) => {
+            return Err(CliError::Usage(
+                "--max-concurrency 0 would serve nothing; give at least 1".into(),
+            ))
+        }
+        Some(k) if k > threads => {
+            return Err(CliError::Usage(format!(
+                "--max-concurrency {k} needs at least {k} threads (--threads {threads}): \
+                 each synthesis computes on its own"
+            )))
+        }
+        Some(k) => k,
+        None => SpeechEngineConfig::for_threads(threads).workers,
+    };
+    for (what, p) in [("model", &a.model), ("voices", &a.voices)] {
+        if let Some(p) = p.as_ref().filter(|p| !p.is_file()) {
+            return Err(CliError::MissingFile {
+                what,
+                path: p.clone(),
+            });
+        }
+    }
+    Ok(ServePlan::Speech(SpeechPlan {
+        model: a.model.clone(),
+        voices: a.voices.clone(),
+        engine: SpeechEngineConfig {
+            workers,
+            threads,
+            pin: a.pin,
+        },
+        queue: a.queue,
+        addr: listen_addr(&a.host, a.port.unwrap_or(8880))?,
+    }))
+}
+
+fn validate_duplex(a: &ServeArgs) -> Result<DuplexPlan, CliError> {
+    let threads = super::check_threads(a.threads)?;
+    let speech_only = [
+        ("--model", a.model.is_some()),
+        ("--voices", a.voices.is_some()),
+        ("--max-concurrency", a.max_concurrency.is_some()),
+    ];
+    if let Some((flag, _)) = speech_only.iter().find(|(_, given)| *given) {
+        return Err(CliError::Usage(format!(
+            "{flag} belongs to the speech routes (`voxlane serve` without --duplex)"
+        )));
+    }
     let lm = require_file(&a.lm, "--lm", "LM", "the LM weights (model.safetensors)")?;
     let mimi = require_file(&a.mimi, "--mimi", "mimi", "the Mimi codec weights")?;
     let tokenizer = require_file(
@@ -115,16 +226,7 @@ pub fn validate(a: &ServeArgs) -> Result<DuplexPlan, CliError> {
         });
     }
     let route = super::moshi::lm_route(a.weights.as_deref(), LmWeights::AsStored)?;
-    let addr = (a.host.as_str(), a.port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut addrs| addrs.next())
-        .ok_or_else(|| {
-            CliError::Usage(format!(
-                "--host {}: not an address this machine can listen on",
-                a.host
-            ))
-        })?;
+    let addr = listen_addr(&a.host, a.port.unwrap_or(8998))?;
     Ok(DuplexPlan {
         paths: ConversePaths {
             lm: WeightsSource::File(lm),
@@ -153,7 +255,73 @@ pub fn validate(a: &ServeArgs) -> Result<DuplexPlan, CliError> {
 
 /// Runs `voxlane serve` until SIGINT/SIGTERM.
 pub fn run(a: ServeArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let plan = validate(&a)?;
+    match validate(&a)? {
+        ServePlan::Speech(plan) => run_speech(plan, out),
+        ServePlan::Duplex(plan) => run_duplex(plan, out),
+    }
+}
+
+fn io_runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(IO_THREADS)
+        .thread_name("voxlane-io")
+        .enable_all()
+        .build()
+        .map_err(crate::serve::shell::ServeError::Runtime)?)
+}
+
+/// The speech routes: fetch what is missing, load the workers, serve.
+fn run_speech(plan: SpeechPlan, out: &mut dyn Write) -> Result<(), CliError> {
+    let fetcher = Fetcher::new()?;
+    let [model, vocab, voices] = match fetch_models(&fetcher, out)?.as_slice() {
+        [m, v, p] => [m.clone(), v.clone(), p.clone()],
+        _ => {
+            return Err(CliError::Usage(
+                "fetch returned an unexpected file list".into(),
+            ))
+        }
+    };
+    let model = match plan.model {
+        Some(m) => m,
+        None => converted_model(&model, out)?,
+    };
+    let paths = TtsPaths {
+        model,
+        vocab,
+        voices: plan.voices.unwrap_or(voices),
+    };
+    let engine = Arc::new(SpeechEngine::load(&paths, plan.engine)?);
+    writeln!(
+        out,
+        "loaded Kokoro: {} synthes{} at once on {} threads ({:?} each), {} may wait; {} voices",
+        plan.engine.workers,
+        if plan.engine.workers == 1 { "is" } else { "es" },
+        plan.engine.threads,
+        plan.engine.lanes(),
+        plan.queue,
+        engine.voices().len()
+    )?;
+    let runtime = io_runtime()?;
+    runtime.block_on(async {
+        let mut config = ShellConfig::new(plan.addr);
+        config.max_streams = plan.engine.workers + plan.queue;
+        let shell = Shell::bind(config).await?;
+        let addr = shell.local_addr()?;
+        let routes = speech::routes(engine, shell.state());
+        writeln!(
+            out,
+            "serving http://{addr}/v1/audio/speech (also /v1/audio/voices, /v1/models, /health, /metrics); Ctrl-C stops"
+        )?;
+        out.flush()?;
+        shell.serve(routes, shutdown_signal()).await?;
+        Ok::<(), CliError>(())
+    })?;
+    writeln!(out, "stopped")?;
+    Ok(())
+}
+
+/// The duplex websocket over one PersonaPlex/Moshi model.
+fn run_duplex(plan: DuplexPlan, out: &mut dyn Write) -> Result<(), CliError> {
     let converser = Converser::load(&plan.paths, &plan.options)?;
     writeln!(
         out,
@@ -168,12 +336,7 @@ pub fn run(a: ServeArgs, out: &mut dyn Write) -> Result<(), CliError> {
         converser.frame_size()
     )?;
     let engine = Arc::new(ConverseEngine::new(converser));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(IO_THREADS)
-        .thread_name("voxlane-io")
-        .enable_all()
-        .build()
-        .map_err(crate::serve::shell::ServeError::Runtime)?;
+    let runtime = io_runtime()?;
     runtime.block_on(async {
         // One model: one conversation at a time; a second gets a busy error.
         let shell = Shell::bind(ShellConfig::new(plan.addr)).await?;

@@ -7,14 +7,17 @@
 //! - [`duplex`]: `--duplex`, Kyutai's full-duplex websocket protocol at
 //!   `/api/chat` over a [`duplex::DuplexEngine`];
 //! - [`codec`]: Ogg pages and Opus (libopus) streams as `sphn` writes them;
+//! - [`speech`]: the OpenAI-compatible speech routes (`/v1/audio/speech`,
+//!   `/v1/audio/voices`, `/v1/models`) over Kokoro workers;
 //! - [`debug`]: `/debug/machines` and the `/debug` page, the live machines'
 //!   states and counters over their diagrams.
 //!
 //! Routes are axum routers built against [`shell::ShellState`], so the
-//! OpenAI-compatible speech routes plug into the same shell. Model work runs
+//! duplex and speech routes plug into the same shell. Model work runs
 //! on OS threads of its own, never on the async executor.
 
 pub mod codec;
 pub mod debug;
 pub mod duplex;
 pub mod shell;
+pub mod speech;

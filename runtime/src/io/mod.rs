@@ -1,10 +1,11 @@
 //! File formats at voxlane's edges: NumPy `.npy` arrays (fixtures, codes,
-//! audio), RIFF WAV audio, Ogg pages (Opus streams), and PyTorch `.pt`
+//! audio), RIFF WAV audio, a streaming FLAC writer, Ogg pages (Opus streams), and PyTorch `.pt`
 //! archives with the restricted pickle reader they need. Writers are atomic:
 //! a temp file renamed into place, so a failed write never leaves a partial
 //! file behind.
 
 pub mod atomic;
+pub mod flac;
 pub mod npy;
 pub mod ogg;
 pub mod pickle;

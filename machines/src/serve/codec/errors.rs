@@ -1,4 +1,4 @@
-//! What can go wrong reading or writing an Ogg/Opus stream.
+//! What can go wrong reading or writing an Ogg/Opus stream or encoding MP3.
 
 /// A malformed Ogg page, a stream that is not Opus, or a libopus failure.
 #[derive(Debug, thiserror::Error)]
@@ -20,6 +20,9 @@ pub enum CodecError {
         /// The stream's rate.
         rate: u32,
     },
+    /// LAME (the MP3 encoder) failed or refused a setting.
+    #[error("mp3 encoder: {0}")]
+    Mp3(String),
     /// libopus refused (a corrupt packet, a bad argument).
     #[error("libopus: {0}")]
     Opus(#[from] ::opus::Error),

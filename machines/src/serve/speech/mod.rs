@@ -1,0 +1,270 @@
+//! OpenAI-compatible speech routes over Kokoro (`voxlane serve` without
+//! `--duplex`): `POST /v1/audio/speech` (five formats, streamed or whole),
+//! `GET /v1/audio/voices`, `GET /v1/models`. Requests are checked before
+//! any model work ([`request`]); at most the shell's stream permits
+//! (workers + queue) are admitted, the rest get a 503 with `Retry-After` at
+//! once; synthesis runs on the [`engine`]'s own threads and a client that
+//! leaves cancels its synthesis.
+
+pub mod engine;
+pub mod formats;
+pub mod request;
+pub mod voices;
+
+pub use engine::{Chunk, EngineStopped, SpeechEngine, SpeechEngineConfig};
+pub use formats::{AudioEncoder, AudioFormat};
+pub use request::{parse_request, RequestError, SpeechRequest};
+
+use crate::serve::shell::{ApiError, Counter, ShellState, StreamPermit};
+use crate::tts::{SynthOptions, TtsError};
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The voice a request without `voice` gets.
+pub const DEFAULT_VOICE: &str = crate::cli::speak::DEFAULT_VOICE;
+
+/// What the speech routes share.
+struct SpeechState {
+    engine: Arc<SpeechEngine>,
+    shell: ShellState,
+    requests: Counter,
+    refused: Counter,
+    failed: Counter,
+    audio_ms: Counter,
+    first_chunk_ms: Counter,
+}
+
+/// The speech routes over `engine`, counters registered in the shell's metrics.
+pub fn routes(engine: Arc<SpeechEngine>, shell: &ShellState) -> Router {
+    let m = &shell.metrics;
+    let state = Arc::new(SpeechState {
+        engine,
+        shell: shell.clone(),
+        requests: m.counter("voxlane_speech_requests_total", "Speech requests admitted."),
+        refused: m.counter(
+            "voxlane_speech_refused_total",
+            "Speech requests refused before synthesis (bad request, busy).",
+        ),
+        failed: m.counter(
+            "voxlane_speech_failed_total",
+            "Speech requests whose synthesis failed.",
+        ),
+        audio_ms: m.counter(
+            "voxlane_speech_audio_ms_total",
+            "Milliseconds of audio synthesized.",
+        ),
+        first_chunk_ms: m.counter(
+            "voxlane_speech_first_chunk_ms_total",
+            "Sum over requests of the wait for the first audio chunk, ms.",
+        ),
+    });
+    Router::new()
+        .route("/v1/audio/speech", post(speech))
+        .route("/v1/audio/voices", get(voices))
+        .route("/v1/models", get(models))
+        .with_state(state)
+}
+
+fn bad_request(code: &'static str, message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, code, message)
+}
+
+/// A synthesis error as the client sees it: its own mistakes are 4xx.
+fn tts_error(e: &TtsError) -> ApiError {
+    match e {
+        TtsError::EmptyText => bad_request("empty_input", e.to_string()),
+        TtsError::Speed(_) => bad_request("invalid_speed", e.to_string()),
+        TtsError::Voice(_) => bad_request("invalid_voice", e.to_string()),
+        TtsError::Text(_) | TtsError::Frontend(_) => bad_request("invalid_input", e.to_string()),
+        _ => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "synthesis_failed",
+            e.to_string(),
+        ),
+    }
+}
+
+/// `POST /v1/audio/speech`.
+async fn speech(State(state): State<Arc<SpeechState>>, body: Bytes) -> Response {
+    match start(&state, &body).await {
+        Ok(response) => response,
+        Err(e) => {
+            state.refused.inc();
+            let busy = e.status == StatusCode::SERVICE_UNAVAILABLE;
+            let mut response = e.into_response();
+            if busy {
+                // Every slot and queue place is taken: try again shortly.
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            response
+        }
+    }
+}
+
+async fn start(state: &Arc<SpeechState>, body: &[u8]) -> Result<Response, ApiError> {
+    let req =
+        parse_request(body, DEFAULT_VOICE).map_err(|e| bad_request(e.code(), e.to_string()))?;
+    let voice = state
+        .engine
+        .resolve_voice(&req.voice)
+        .map_err(|e| bad_request("invalid_voice", e))?;
+    if state.shell.shutdown.is_triggered() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "the server is shutting down",
+        ));
+    }
+    let permit =
+        state.shell.streams.try_acquire().map_err(|busy| {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", busy.to_string())
+        })?;
+    let options = SynthOptions {
+        voice,
+        speed: req.speed,
+        // A streamed answer starts playing as early as possible.
+        early_first_audio: req.stream,
+    };
+    let asked = Instant::now();
+    let mut chunks = state
+        .engine
+        .submit(req.input, options)
+        .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "stopped", e.to_string()))?;
+    // The first chunk decides the status: a request the model refuses is a
+    // JSON 4xx, not a truncated audio stream.
+    let first = match chunks.recv().await {
+        Some(Ok(pcm)) => pcm,
+        Some(Err(e)) => return Err(tts_error(&e)),
+        None => {
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "synthesis_failed",
+                "the synthesis ended without audio",
+            ))
+        }
+    };
+    state.requests.inc();
+    state.first_chunk_ms.add(asked.elapsed().as_millis() as u64);
+    let rate = state.engine.sample_rate();
+    let encoder = AudioEncoder::new(req.format, rate, req.stream)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "encoder", e.to_string()))?;
+    let mut answer = Answer {
+        state: state.clone(),
+        encoder,
+        rate,
+        _permit: permit,
+    };
+    let content_type = HeaderValue::from_static(req.format.content_type());
+    if req.stream {
+        let head = answer.start(&first).map_err(encode_error)?;
+        let body = futures_util::stream::unfold(
+            (Some(head), chunks, answer, false),
+            |(head, mut chunks, mut answer, done)| async move {
+                if let Some(head) = head {
+                    return Some((Ok(Bytes::from(head)), (None, chunks, answer, false)));
+                }
+                if done {
+                    return None;
+                }
+                let item = match chunks.recv().await {
+                    Some(Ok(pcm)) => answer.push(&pcm),
+                    // The end: the encoder's tail, then stop.
+                    None => {
+                        let tail = answer.finish();
+                        return Some((tail.map(Bytes::from), (None, chunks, answer, true)));
+                    }
+                    Some(Err(e)) => {
+                        answer.state.failed.inc();
+                        Err(std::io::Error::other(e.to_string()))
+                    }
+                };
+                let stop = item.is_err();
+                Some((item.map(Bytes::from), (None, chunks, answer, stop)))
+            },
+        );
+        Ok((
+            [(header::CONTENT_TYPE, content_type)],
+            Body::from_stream(body),
+        )
+            .into_response())
+    } else {
+        let mut bytes = answer.start(&first).map_err(encode_error)?;
+        while let Some(chunk) = chunks.recv().await {
+            match chunk {
+                Ok(pcm) => bytes.extend(answer.push(&pcm).map_err(encode_error)?),
+                Err(e) => {
+                    state.failed.inc();
+                    return Err(tts_error(&e));
+                }
+            }
+        }
+        bytes.extend(answer.finish().map_err(encode_error)?);
+        Ok(([(header::CONTENT_TYPE, content_type)], bytes).into_response())
+    }
+}
+
+fn encode_error(e: std::io::Error) -> ApiError {
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "encoder", e.to_string())
+}
+
+/// One response's encoder, holding its stream permit until the body ends.
+struct Answer {
+    state: Arc<SpeechState>,
+    encoder: AudioEncoder,
+    rate: u32,
+    _permit: StreamPermit,
+}
+
+impl Answer {
+    fn start(&mut self, first: &[f32]) -> std::io::Result<Vec<u8>> {
+        let mut bytes = self.encoder.header().map_err(std::io::Error::other)?;
+        bytes.extend(self.push(first)?);
+        Ok(bytes)
+    }
+
+    fn push(&mut self, pcm: &[f32]) -> std::io::Result<Vec<u8>> {
+        self.state
+            .audio_ms
+            .add(pcm.len() as u64 * 1000 / u64::from(self.rate));
+        self.encoder.push(pcm).map_err(std::io::Error::other)
+    }
+
+    fn finish(&mut self) -> std::io::Result<Vec<u8>> {
+        self.encoder.finish().map_err(std::io::Error::other)
+    }
+}
+
+/// `GET /v1/audio/voices`: the pack's voices, then OpenAI's names mapped onto them.
+async fn voices(State(state): State<Arc<SpeechState>>) -> Response {
+    let mut list: Vec<serde_json::Value> = state
+        .engine
+        .voices()
+        .iter()
+        .map(|v| serde_json::json!({ "id": v, "name": v }))
+        .collect();
+    list.extend(
+        state
+            .engine
+            .aliases()
+            .iter()
+            .map(|(alias, v)| serde_json::json!({ "id": alias, "name": alias, "alias_of": v })),
+    );
+    axum::Json(serde_json::json!({ "voices": list })).into_response()
+}
+
+/// `GET /v1/models`, OpenAI's list shape.
+async fn models() -> Response {
+    let data: Vec<serde_json::Value> = request::MODELS
+        .iter()
+        .map(|id| serde_json::json!({ "id": id, "object": "model", "created": 0, "owned_by": "voxlane" }))
+        .collect();
+    axum::Json(serde_json::json!({ "object": "list", "data": data })).into_response()
+}
