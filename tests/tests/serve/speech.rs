@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use voxlane_machines::cli::fetch::fetch_models;
 use voxlane_machines::serve::shell::{Shell, ShellConfig};
-use voxlane_machines::serve::speech::{self, SpeechEngine, SpeechEngineConfig};
+use voxlane_machines::serve::speech::{self, AudioFormat, SpeechEngine, SpeechEngineConfig};
 use voxlane_machines::tts::TtsPaths;
 use voxlane_runtime::fetch::Fetcher;
 

@@ -1,4 +1,4 @@
-//! Counters and gauges rendered as Prometheus text for `/metrics`. Routes
+//! Counters, gauges and histograms rendered as Prometheus text for `/metrics`. Routes
 //! register theirs when they are built; updates are single atomics.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -42,6 +42,62 @@ impl Gauge {
     }
 }
 
+/// A Prometheus histogram of seconds over fixed bucket bounds.
+#[derive(Debug, Clone)]
+pub struct Histogram(Arc<HistogramInner>);
+
+#[derive(Debug)]
+struct HistogramInner {
+    bounds: &'static [f64],
+    /// Observations ≤ each bound (not cumulative; summed when rendered).
+    buckets: Vec<AtomicU64>,
+    count: AtomicU64,
+    /// Sum of observations in microseconds (integer, so atomics add it).
+    sum_us: AtomicU64,
+}
+
+impl Histogram {
+    fn new(bounds: &'static [f64]) -> Self {
+        Self(Arc::new(HistogramInner {
+            bounds,
+            buckets: bounds.iter().map(|_| AtomicU64::new(0)).collect(),
+            count: AtomicU64::new(0),
+            sum_us: AtomicU64::new(0),
+        }))
+    }
+
+    /// Records one observation of `seconds`.
+    pub fn observe(&self, seconds: f64) {
+        let h = &self.0;
+        if let Some(i) = h.bounds.iter().position(|&b| seconds <= b) {
+            h.buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+        h.count.fetch_add(1, Ordering::Relaxed);
+        h.sum_us
+            .fetch_add((seconds.max(0.0) * 1e6) as u64, Ordering::Relaxed);
+    }
+
+    /// Observations so far.
+    pub fn count(&self) -> u64 {
+        self.0.count.load(Ordering::Relaxed)
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        use std::fmt::Write;
+        let h = &self.0;
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        let mut cumulative = 0;
+        for (b, n) in h.bounds.iter().zip(&h.buckets) {
+            cumulative += n.load(Ordering::Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{le=\"{b}\"}} {cumulative}");
+        }
+        let count = self.count();
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
+        let sum = h.sum_us.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {count}");
+    }
+}
+
 /// One registered metric.
 #[derive(Debug)]
 enum Entry {
@@ -54,6 +110,11 @@ enum Entry {
         name: &'static str,
         help: &'static str,
         value: Gauge,
+    },
+    Histogram {
+        name: &'static str,
+        help: &'static str,
+        value: Histogram,
     },
 }
 
@@ -107,6 +168,30 @@ impl Metrics {
         value
     }
 
+    /// Registers a histogram of seconds with `bounds` (or returns the one named `name`).
+    pub fn histogram(
+        &self,
+        name: &'static str,
+        help: &'static str,
+        bounds: &'static [f64],
+    ) -> Histogram {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        for e in entries.iter() {
+            if let Entry::Histogram { name: n, value, .. } = e {
+                if *n == name {
+                    return value.clone();
+                }
+            }
+        }
+        let value = Histogram::new(bounds);
+        entries.push(Entry::Histogram {
+            name,
+            help,
+            value: value.clone(),
+        });
+        value
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
         use std::fmt::Write;
@@ -127,6 +212,10 @@ impl Metrics {
                         "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {}\n",
                         value.get()
                     )
+                }
+                Entry::Histogram { name, help, value } => {
+                    value.render(&mut out, name, help);
+                    Ok(())
                 }
             };
         }

@@ -1,6 +1,6 @@
 //! OpenAI-compatible speech routes over Kokoro (`voxlane serve` without
 //! `--duplex`): `POST /v1/audio/speech` (five formats, streamed or whole),
-//! `GET /v1/audio/voices`, `GET /v1/models`. Requests are checked before
+//! `GET /v1/audio/voices`, `GET /v1/models`, `GET /openapi.json`. Requests are checked before
 //! any model work ([`request`]); at most the shell's stream permits
 //! (workers + queue) are admitted, the rest get a 503 with `Retry-After` at
 //! once; synthesis runs on the [`engine`]'s own threads and a client that
@@ -15,7 +15,7 @@ pub use engine::{Chunk, EngineStopped, SpeechEngine, SpeechEngineConfig};
 pub use formats::{AudioEncoder, AudioFormat};
 pub use request::{parse_request, RequestError, SpeechRequest};
 
-use crate::serve::shell::{ApiError, Counter, ShellState, StreamPermit};
+use crate::serve::shell::{ApiError, Counter, Gauge, Histogram, ShellState, StreamPermit};
 use crate::tts::{SynthOptions, TtsError};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -37,8 +37,15 @@ struct SpeechState {
     refused: Counter,
     failed: Counter,
     audio_ms: Counter,
-    first_chunk_ms: Counter,
+    first_chunk: Histogram,
+    synthesis: Histogram,
+    waiting: Gauge,
 }
+
+/// Bucket bounds of the first-chunk wait, seconds.
+const FIRST_CHUNK_BOUNDS: &[f64] = &[0.05, 0.1, 0.15, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0];
+/// Bucket bounds of a whole synthesis, seconds.
+const SYNTHESIS_BOUNDS: &[f64] = &[0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
 
 /// The speech routes over `engine`, counters registered in the shell's metrics.
 pub fn routes(engine: Arc<SpeechEngine>, shell: &ShellState) -> Router {
@@ -59,15 +66,26 @@ pub fn routes(engine: Arc<SpeechEngine>, shell: &ShellState) -> Router {
             "voxlane_speech_audio_ms_total",
             "Milliseconds of audio synthesized.",
         ),
-        first_chunk_ms: m.counter(
-            "voxlane_speech_first_chunk_ms_total",
-            "Sum over requests of the wait for the first audio chunk, ms.",
+        first_chunk: m.histogram(
+            "voxlane_speech_first_chunk_seconds",
+            "From admission to the first audio chunk (queue wait included).",
+            FIRST_CHUNK_BOUNDS,
+        ),
+        synthesis: m.histogram(
+            "voxlane_speech_synthesis_seconds",
+            "From admission to the last audio chunk of a finished request.",
+            SYNTHESIS_BOUNDS,
+        ),
+        waiting: m.gauge(
+            "voxlane_speech_queue_depth",
+            "Admitted requests waiting for their first audio chunk.",
         ),
     });
     Router::new()
         .route("/v1/audio/speech", post(speech))
         .route("/v1/audio/voices", get(voices))
         .route("/v1/models", get(models))
+        .route("/openapi.json", get(openapi))
         .with_state(state)
 }
 
@@ -140,7 +158,10 @@ async fn start(state: &Arc<SpeechState>, body: &[u8]) -> Result<Response, ApiErr
         .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "stopped", e.to_string()))?;
     // The first chunk decides the status: a request the model refuses is a
     // JSON 4xx, not a truncated audio stream.
-    let first = match chunks.recv().await {
+    state.waiting.inc();
+    let first = chunks.recv().await;
+    state.waiting.dec();
+    let first = match first {
         Some(Ok(pcm)) => pcm,
         Some(Err(e)) => return Err(tts_error(&e)),
         None => {
@@ -152,7 +173,7 @@ async fn start(state: &Arc<SpeechState>, body: &[u8]) -> Result<Response, ApiErr
         }
     };
     state.requests.inc();
-    state.first_chunk_ms.add(asked.elapsed().as_millis() as u64);
+    state.first_chunk.observe(asked.elapsed().as_secs_f64());
     let rate = state.engine.sample_rate();
     let encoder = AudioEncoder::new(req.format, rate, req.stream)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "encoder", e.to_string()))?;
@@ -160,6 +181,7 @@ async fn start(state: &Arc<SpeechState>, body: &[u8]) -> Result<Response, ApiErr
         state: state.clone(),
         encoder,
         rate,
+        asked,
         _permit: permit,
     };
     let content_type = HeaderValue::from_static(req.format.content_type());
@@ -220,6 +242,7 @@ struct Answer {
     state: Arc<SpeechState>,
     encoder: AudioEncoder,
     rate: u32,
+    asked: Instant,
     _permit: StreamPermit,
 }
 
@@ -238,6 +261,9 @@ impl Answer {
     }
 
     fn finish(&mut self) -> std::io::Result<Vec<u8>> {
+        self.state
+            .synthesis
+            .observe(self.asked.elapsed().as_secs_f64());
         self.encoder.finish().map_err(std::io::Error::other)
     }
 }
@@ -258,6 +284,14 @@ async fn voices(State(state): State<Arc<SpeechState>>) -> Response {
             .map(|(alias, v)| serde_json::json!({ "id": alias, "name": alias, "alias_of": v })),
     );
     axum::Json(serde_json::json!({ "voices": list })).into_response()
+}
+
+/// The routes' OpenAPI 3.1 document (kept beside this module).
+pub const OPENAPI: &str = include_str!("openapi.json");
+
+/// `GET /openapi.json`.
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
 }
 
 /// `GET /v1/models`, OpenAI's list shape.
