@@ -288,6 +288,32 @@ async fn malformed_bodies_get_json_400s() {
         ids.contains(&"jf_alpha") && ids.contains(&"alloy"),
         "{ids:?}"
     );
+
+    // The OpenAPI document names every route and the formats the server takes.
+    let (status, doc) = http_get(server.addr, "/openapi.json").await;
+    assert_eq!(status, 200);
+    let doc: serde_json::Value = serde_json::from_str(&doc).unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    for path in [
+        "/v1/audio/speech",
+        "/v1/audio/voices",
+        "/v1/models",
+        "/health",
+        "/metrics",
+    ] {
+        assert!(doc["paths"].get(path).is_some(), "{path} documented");
+        let (status, _) = http_get(server.addr, path).await;
+        // GET on the POST route is a 405; every other documented path answers.
+        assert!(
+            status == 200 || (path == "/v1/audio/speech" && status == 405),
+            "{path}: {status}"
+        );
+    }
+    let formats: Vec<&str> = AudioFormat::ALL.iter().map(|f| f.name()).collect();
+    assert_eq!(
+        doc["components"]["schemas"]["SpeechRequest"]["properties"]["response_format"]["enum"],
+        serde_json::json!(formats)
+    );
     server.shutdown().await;
 }
 
