@@ -235,6 +235,20 @@ async fn busy_beyond_the_queue_and_a_client_that_leaves_cancels() {
         audio_ms < 60_000,
         "synthesis went on after the client left: {audio_ms} ms"
     );
+    // One request got audio (the refused one did not): one first-chunk wait.
+    assert_eq!(
+        metric(&metrics, "voxlane_speech_first_chunk_seconds_count"),
+        1
+    );
+    assert_eq!(
+        metric(
+            &metrics,
+            "voxlane_speech_first_chunk_seconds_bucket{le=\"+Inf\"}"
+        ),
+        1
+    );
+    assert_eq!(metric(&metrics, "voxlane_speech_refused_total"), 1);
+    assert_eq!(metric(&metrics, "voxlane_speech_queue_depth"), 0);
 
     // The freed slot serves the next request whole.
     let (mut s, head, mut body) = post(server.addr, short).await;
