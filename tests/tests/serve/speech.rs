@@ -348,3 +348,49 @@ fn the_cli_checks_speech_flags_before_loading() {
     assert!(err(&["--duplex", "--model", "m.onnx"]).contains("speech routes"));
     assert!(err(&["--host", "no such host!"]).contains("--host"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_finishes_the_answer_in_flight() {
+    let (mut server, engine) = start(1, 1).await;
+    let text = "One sentence here. Then a second one follows it. And a third closes the text.";
+    let body = serde_json::json!({
+        "model": "kokoro", "input": text, "response_format": "pcm", "stream": true,
+    })
+    .to_string();
+    let (mut s, head, mut rest) = post(server.addr, &body).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // Shut down while the answer streams: it still ends whole.
+    let _ = server.stop.take().unwrap().send(());
+    tokio::time::timeout(Duration::from_secs(120), s.read_to_end(&mut rest))
+        .await
+        .expect("the answer ends")
+        .unwrap();
+    assert!(
+        rest.ends_with(b"0\r\n\r\n"),
+        "the chunked answer ends with its last-chunk marker"
+    );
+    // Chunked framing: sizes in hex, then the bytes; the audio is whole.
+    let mut pcm_bytes = 0;
+    let mut at = 0;
+    loop {
+        let line_end = at + rest[at..].windows(2).position(|w| w == b"\r\n").unwrap();
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&rest[at..line_end]).unwrap(), 16).unwrap();
+        if size == 0 {
+            break;
+        }
+        pcm_bytes += size;
+        at = line_end + 2 + size + 2;
+    }
+    let seconds = pcm_bytes as f64 / 2.0 / 24_000.0;
+    assert!(
+        seconds > 3.0,
+        "all three sentences were answered: {seconds} s"
+    );
+    assert_eq!(engine.busy(), 0);
+    tokio::time::timeout(Duration::from_secs(20), server.task)
+        .await
+        .expect("the server stops after the answer")
+        .unwrap()
+        .unwrap();
+}
