@@ -307,10 +307,11 @@ fn run_speech(plan: SpeechPlan, out: &mut dyn Write) -> Result<(), CliError> {
         config.max_streams = plan.engine.workers + plan.queue;
         let shell = Shell::bind(config).await?;
         let addr = shell.local_addr()?;
-        let routes = speech::routes(engine, shell.state());
+        let live: Arc<dyn LiveMachines> = engine.clone();
+        let routes = speech::routes(engine, shell.state()).merge(debug::routes(vec![live]));
         writeln!(
             out,
-            "serving http://{addr}/v1/audio/speech (also /v1/audio/voices, /v1/models, /health, /metrics); Ctrl-C stops"
+            "serving http://{addr}/v1/audio/speech (also /v1/audio/voices, /v1/models, /openapi.json, /health, /metrics, /debug); Ctrl-C stops"
         )?;
         out.flush()?;
         shell.serve(routes, shutdown_signal()).await?;

@@ -162,6 +162,12 @@ impl Tts {
         Ok(audio)
     }
 
+    /// Diagnostics of `kokoro_tts` and its stage machines (state, events,
+    /// rejections, time in state).
+    pub fn machines(&mut self) -> Vec<voxlane_runtime::DiagnosticsSnapshot> {
+        self.machine.machines()
+    }
+
     /// The machine underneath (diagnostics, state).
     pub fn machine(&mut self) -> &mut TtsMachine {
         &mut self.machine
@@ -196,6 +202,11 @@ impl Synthesis<'_> {
     /// Phonemes outside the vocab, dropped by the frontend.
     pub fn dropped(&self) -> &[char] {
         &self.dropped
+    }
+
+    /// The machines' diagnostics mid-utterance (see [`Tts::machines`]).
+    pub fn machines(&mut self) -> Vec<voxlane_runtime::DiagnosticsSnapshot> {
+        self.tts.machine.machines()
     }
 
     /// Run the next chunk (or window of one) and lend its audio (until the

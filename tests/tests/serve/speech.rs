@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use voxlane_machines::cli::fetch::fetch_models;
+use voxlane_machines::serve::debug::{self, LiveMachines};
 use voxlane_machines::serve::shell::{Shell, ShellConfig};
 use voxlane_machines::serve::speech::{self, AudioFormat, SpeechEngine, SpeechEngineConfig};
 use voxlane_machines::tts::TtsPaths;
@@ -50,7 +51,8 @@ async fn start(workers: usize, queue: usize) -> (Running, Arc<SpeechEngine>) {
     let shell = Shell::bind(cfg).await.unwrap();
     let addr = shell.local_addr().unwrap();
     let state = shell.state().clone();
-    let routes = speech::routes(engine.clone(), shell.state());
+    let live: Arc<dyn LiveMachines> = engine.clone();
+    let routes = speech::routes(engine.clone(), shell.state()).merge(debug::routes(vec![live]));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(shell.serve(routes, async move {
         let _ = stopped.await;
@@ -261,6 +263,37 @@ async fn busy_beyond_the_queue_and_a_client_that_leaves_cancels() {
     let data = u32::from_le_bytes(body[40..44].try_into().unwrap()) as usize;
     assert_eq!(data + 44, body.len(), "a whole WAV carries its real size");
     assert!(data > 24_000, "at least half a second of audio");
+
+    // `/debug/machines`: the worker's Kokoro machines as of its last chunk.
+    let (status, body) = http_get(server.addr, "/debug/machines").await;
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let by_name = |name: &str| {
+        v["machines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["machine"] == name)
+            .unwrap_or_else(|| panic!("{name} in {body}"))
+            .clone()
+    };
+    let tts = by_name("kokoro_tts");
+    let count = |m: &serde_json::Value, e: &str| m["events"][e].as_u64().unwrap_or(0);
+    // The long request and the last one reached the machine; the refused one did not.
+    assert_eq!(count(&tts, "synthesize"), 2, "{tts}");
+    assert!(
+        count(&tts, "cancel") >= 1,
+        "the client that left cancelled: {tts}"
+    );
+    assert_ne!(tts["state"], "unloaded");
+    for stage in ["kokoro_text", "kokoro_acoustic", "kokoro_vocoder"] {
+        let m = by_name(stage);
+        assert!(m["events_total"].as_u64().unwrap() > 2, "{stage}: {m}");
+        assert!(
+            m["diagram"].as_str().unwrap().contains("stateDiagram"),
+            "{stage}"
+        );
+    }
     server.shutdown().await;
 }
 

@@ -6,11 +6,14 @@
 //! next job.
 
 use super::voices::{openai_aliases, to_voice_spec};
+use crate::serve::debug::LiveMachines;
 use crate::tts::{SynthOptions, Tts, TtsError, TtsPaths, SAMPLE_RATE};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 use voxlane_actors::tts::voices::Voices;
+use voxlane_runtime::DiagnosticsSnapshot;
 use voxlane_runtime::{PoolError, PoolOptions};
 
 /// Chunks in flight between a worker and its client (back-pressure beyond).
@@ -49,6 +52,9 @@ impl SpeechEngineConfig {
     }
 }
 
+/// Each worker's machines as of its last chunk (read by `/debug/machines`).
+type Published = Arc<Mutex<Vec<Vec<DiagnosticsSnapshot>>>>;
+
 struct Job {
     text: String,
     options: SynthOptions,
@@ -62,6 +68,7 @@ pub struct SpeechEngine {
     voices: Voices,
     aliases: Vec<(&'static str, String)>,
     busy: Arc<AtomicUsize>,
+    published: Published,
     config: SpeechEngineConfig,
 }
 
@@ -96,20 +103,23 @@ impl SpeechEngine {
         let aliases = openai_aliases(voices.names());
         let (jobs, queue) = crossbeam_channel::unbounded::<Job>();
         let busy = Arc::new(AtomicUsize::new(0));
+        let published: Published = Arc::new(Mutex::new(vec![Vec::new(); config.workers]));
         let mut workers = Vec::with_capacity(config.workers);
         for (i, threads) in config.lanes().into_iter().enumerate() {
-            let tts = Tts::load_with(
+            let mut tts = Tts::load_with(
                 paths,
                 PoolOptions {
                     threads,
                     pin: config.pin,
                 },
             )?;
+            publish(&published, i, tts.machines());
             let queue = queue.clone();
             let busy = busy.clone();
+            let published = published.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("voxlane-speech-{i}"))
-                .spawn(move || work(tts, &queue, &busy))
+                .spawn(move || work(tts, &queue, &busy, &published, i))
                 .map_err(|e| TtsError::Threads(PoolError::Spawn(e.to_string())))?;
             workers.push(handle);
         }
@@ -119,6 +129,7 @@ impl SpeechEngine {
             voices,
             aliases,
             busy,
+            published,
             config,
         })
     }
@@ -183,8 +194,30 @@ impl Drop for SpeechEngine {
     }
 }
 
-/// A worker: one job at a time until the queue closes.
-fn work(mut tts: Tts, queue: &crossbeam_channel::Receiver<Job>, busy: &AtomicUsize) {
+impl LiveMachines for SpeechEngine {
+    /// Every worker's machines as of its last chunk (never waits on a synthesis).
+    fn machines(&self, _wait: Duration) -> Option<Vec<DiagnosticsSnapshot>> {
+        let published = self.published.lock().unwrap_or_else(|e| e.into_inner());
+        Some(published.iter().flatten().cloned().collect())
+    }
+}
+
+fn publish(published: &Published, worker: usize, machines: Vec<DiagnosticsSnapshot>) {
+    let mut p = published.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(slot) = p.get_mut(worker) {
+        *slot = machines;
+    }
+}
+
+/// A worker: one job at a time until the queue closes; its machines are
+/// published after every chunk and job.
+fn work(
+    mut tts: Tts,
+    queue: &crossbeam_channel::Receiver<Job>,
+    busy: &AtomicUsize,
+    published: &Published,
+    worker: usize,
+) {
     while let Ok(job) = queue.recv() {
         if job.out.is_closed() {
             continue; // the client left while the job was queued
@@ -198,6 +231,7 @@ fn work(mut tts: Tts, queue: &crossbeam_channel::Receiver<Job>, busy: &AtomicUsi
                 while let Some(chunk) = synthesis.next_chunk() {
                     let chunk = chunk.map(<[f32]>::to_vec);
                     let failed = chunk.is_err();
+                    publish(published, worker, synthesis.machines());
                     // A closed channel: the client is gone; dropping the
                     // synthesis cancels what is left.
                     if job.out.blocking_send(chunk).is_err() || failed {
@@ -206,6 +240,7 @@ fn work(mut tts: Tts, queue: &crossbeam_channel::Receiver<Job>, busy: &AtomicUsi
                 }
             }
         }
+        publish(published, worker, tts.machines());
         busy.fetch_sub(1, Ordering::SeqCst);
     }
 }

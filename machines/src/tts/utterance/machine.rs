@@ -20,7 +20,7 @@ use crate::{internal, transition};
 use statig::prelude::*;
 use std::mem::take;
 use voxlane_actors::tts::voices::Voices;
-use voxlane_runtime::LanePool;
+use voxlane_runtime::{DiagnosticsSnapshot, LanePool};
 
 /// Everything `load` sets up: the lanes, the voices and the three stage machines.
 pub struct Stages {
@@ -367,5 +367,37 @@ impl TtsMachine {
     /// The loaded stages, if any.
     pub fn stages(&self) -> Option<&Stages> {
         self.sm.inner().stages.as_ref()
+    }
+
+    /// Diagnostics of this machine and of its stage machines (text,
+    /// acoustic, vocoder) once loaded.
+    pub fn machines(&mut self) -> Vec<DiagnosticsSnapshot> {
+        use crate::tts::{acoustic, text, vocoder};
+        let mut out = Vec::with_capacity(4);
+        if let TtsReply::Diagnostics(d) = self.handle(&Event::CaptureDiagnostics) {
+            out.push(d);
+        }
+        // SAFETY (statig's contract for inner_mut): only the stages' own
+        // diagnostics are read; no state's invariant on them changes.
+        if let Some(st) = unsafe { self.sm.inner_mut().stages.as_mut() } {
+            if let text::events::Reply::Diagnostics(d) =
+                st.text.handle(&text::events::Event::CaptureDiagnostics)
+            {
+                out.push(d);
+            }
+            if let acoustic::events::Reply::Diagnostics(d) = st
+                .acoustic
+                .handle(&acoustic::events::Event::CaptureDiagnostics)
+            {
+                out.push(d);
+            }
+            if let vocoder::events::Reply::Diagnostics(d) = st
+                .vocoder
+                .handle(&vocoder::events::Event::CaptureDiagnostics)
+            {
+                out.push(d);
+            }
+        }
+        out
     }
 }
