@@ -427,3 +427,70 @@ async fn shutdown_finishes_the_answer_in_flight() {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_page_plays_streamed_speech_in_headless_chromium() {
+    let ready = std::path::Path::new("/usr/bin/chromedriver").exists()
+        && std::process::Command::new("python3")
+            .args(["-c", "import selenium"])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !ready {
+        assert!(
+            std::env::var_os("VOXLANE_REQUIRE_BROWSER").is_none(),
+            "VOXLANE_REQUIRE_BROWSER is set but chromium-driver or selenium is missing"
+        );
+        eprintln!("skipped: needs `apt install chromium-driver` and `pip install selenium`");
+        return;
+    }
+    let (server, _engine) = start(1, 1).await;
+    let (status, page) = http_get(server.addr, "/").await;
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("id=\"play\"") && !page.contains("https://"),
+        "self-contained page"
+    );
+    let script =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/speech_page_browser.py");
+    let text = "Good morning. The page streams this answer as it is spoken.";
+    let out = tokio::process::Command::new("python3")
+        .arg(&script)
+        .args(["--url", &format!("http://{}/", server.addr)])
+        .args(["--text", text, "--voice", "jm_kumo"])
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(240), out)
+        .await
+        .expect("the browser session ends")
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "browser session failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let voices = r["voices"].as_array().unwrap();
+    assert!(voices.iter().any(|v| v == "jf_alpha") && voices.iter().any(|v| v == "alloy"));
+    assert!(
+        r["received"].as_u64().unwrap() > 10_000,
+        "mp3 bytes arrived: {r}"
+    );
+    assert!(
+        r["advanced_s"].as_f64().unwrap() > 0.3,
+        "the audio element plays: {r}"
+    );
+    let duration = r["duration_s"].as_f64().unwrap_or(0.0);
+    assert_eq!(r["ended"], true, "it plays to the end: {r}");
+    let played = r["final_time_s"].as_f64().unwrap();
+    assert!((played - duration).abs() < 0.05, "played all of it: {r}");
+    assert!(
+        duration > 2.0 && duration < 10.0,
+        "two sentences of audio: {r}"
+    );
+    assert!(r["status"].as_str().unwrap().starts_with("done"), "{r}");
+    // The page's request reached the speech route with the voice picked.
+    let (_, metrics) = http_get(server.addr, "/metrics").await;
+    assert_eq!(metric(&metrics, "voxlane_speech_requests_total"), 1);
+    server.shutdown().await;
+}

@@ -1,6 +1,6 @@
 //! OpenAI-compatible speech routes over Kokoro (`voxlane serve` without
 //! `--duplex`): `POST /v1/audio/speech` (five formats, streamed or whole),
-//! `GET /v1/audio/voices`, `GET /v1/models`, `GET /openapi.json`. Requests are checked before
+//! `GET /v1/audio/voices`, `GET /v1/models`, `GET /openapi.json`, and a web page at `/`. Requests are checked before
 //! any model work ([`request`]); at most the shell's stream permits
 //! (workers + queue) are admitted, the rest get a 503 with `Retry-After` at
 //! once; synthesis runs on the [`engine`]'s own threads and a client that
@@ -86,6 +86,7 @@ pub fn routes(engine: Arc<SpeechEngine>, shell: &ShellState) -> Router {
         .route("/v1/audio/voices", get(voices))
         .route("/v1/models", get(models))
         .route("/openapi.json", get(openapi))
+        .route("/", get(page))
         .with_state(state)
 }
 
@@ -284,6 +285,14 @@ async fn voices(State(state): State<Arc<SpeechState>>) -> Response {
             .map(|(alias, v)| serde_json::json!({ "id": alias, "name": alias, "alias_of": v })),
     );
     axum::Json(serde_json::json!({ "voices": list })).into_response()
+}
+
+/// The web page at `/`: a text box, voice and speed, streamed playback.
+pub const PAGE: &str = include_str!("page.html");
+
+/// `GET /`.
+async fn page() -> Response {
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], PAGE).into_response()
 }
 
 /// The routes' OpenAPI 3.1 document (kept beside this module).
