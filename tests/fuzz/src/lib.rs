@@ -18,8 +18,11 @@ use voxlane_actors::speech::mimi::MimiConfig;
 use voxlane_actors::speech::moshi::MoshiConfig;
 use voxlane_actors::speech::voice::VoicePrompt;
 use voxlane_actors::text::sentencepiece::SentencePiece;
-use voxlane_actors::tts::frontend::Vocab;
-use voxlane_actors::tts::voices::Voices;
+use voxlane_actors::tts::frontend::{Frontend, FrontendError, Phonemizer, Vocab};
+use voxlane_actors::tts::voices::{VoiceSpec, Voices};
+use voxlane_machines::serve::speech::request::SPEED_RANGE;
+use voxlane_machines::serve::speech::voices::{openai_aliases, to_voice_spec};
+use voxlane_machines::serve::speech::{parse_request, AudioFormat};
 use voxlane_runtime::io::npy::{parse_npy, NpyData};
 use voxlane_runtime::io::ogg::{parse_opus_head, PageReader, PageWriter, MAX_PACKET_LEN};
 use voxlane_runtime::io::pickle;
@@ -52,6 +55,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("pickle", pickle),
     ("voice_prompt", voice_prompt),
     ("ogg_opus", ogg_opus),
+    ("speech_request", speech_request),
 ];
 
 fn text<E: std::fmt::Display>(e: E) -> String {
@@ -431,4 +435,46 @@ pub fn ogg_opus(data: &[u8]) -> Outcome {
         }
     }
     result
+}
+
+/// Stands in for espeak-ng: each clause's lower-cased letters as its
+/// "phonemes", so the whole frontend after it (vocab filter, chunking) runs.
+struct LettersPhonemizer;
+
+impl Phonemizer for LettersPhonemizer {
+    fn phonemize(&self, clauses: &[&str]) -> Result<Vec<String>, FrontendError> {
+        Ok(clauses.iter().map(|c| c.to_lowercase()).collect())
+    }
+}
+
+/// The body of `POST /v1/audio/speech`: parse and check it as the server
+/// does, then resolve its voice (OpenAI names, Kokoro-FastAPI's `a(2)+b`
+/// blends) to a voice spec and parse that, and run its text through the
+/// frontend (normalise, split, phonemes, vocab, chunks).
+pub fn speech_request(data: &[u8]) -> Outcome {
+    let request = parse_request(data, "jf_alpha").map_err(|e| format!("{}: {e}", e.code()))?;
+    assert!(SPEED_RANGE.contains(&f64::from(request.speed)));
+    assert!(!request.input.trim().is_empty());
+    assert_eq!(AudioFormat::parse(request.format.name()), Some(request.format));
+    let pack: Vec<String> = ["jf_alpha", "jm_kumo", "af_heart"].map(String::from).to_vec();
+    let spec = to_voice_spec(&request.voice, &openai_aliases(&pack))?;
+    let parsed = VoiceSpec::parse(&spec).map_err(text)?;
+    assert!(!parsed.parts.is_empty());
+    let vocab_json: String = {
+        let letters = " abcdefghijklmnopqrstuvwxyz.,!?;:'—";
+        let pairs: Vec<String> = letters
+            .chars()
+            .enumerate()
+            .map(|(i, c)| format!("{:?}: {}", c.to_string(), i + 1))
+            .collect();
+        format!("{{\"vocab\": {{{}}}}}", pairs.join(", "))
+    };
+    let vocab = Vocab::from_json(&vocab_json, Path::new("vocab.json")).map_err(text)?;
+    let frontend = Frontend::with_phonemizer(vocab, LettersPhonemizer);
+    let tokenized = frontend.tokenize(&request.input).map_err(text)?;
+    assert!(!tokenized.chunks.is_empty());
+    for chunk in &tokenized.chunks {
+        assert!(chunk.tokens.len() >= 2);
+    }
+    Ok(())
 }
