@@ -744,8 +744,10 @@ fn text_event(i: usize, long: &str, vocab: &std::path::Path) -> text::Event<'sta
         chunks: vec![Chunk {
             phonemes: "hˈaɪ".into(),
             tokens: vec![0, 50, 0],
+            words: Vec::new(),
         }],
         dropped,
+        words: Vec::new(),
     };
     let long: &'static str = Box::leak(long.to_string().into_boxed_str());
     match i {

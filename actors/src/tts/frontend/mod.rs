@@ -9,6 +9,7 @@
 //! rows, two of them for the 0 padding), so long text becomes several
 //! [`Chunk`]s, cut at sentence boundaries where possible.
 
+pub mod align;
 pub mod chunk;
 pub mod error;
 pub mod espeak;
@@ -54,6 +55,18 @@ pub struct Chunk {
     pub phonemes: String,
     /// Token ids, padded: `[0, ids…, 0]`.
     pub tokens: Vec<i64>,
+    /// The words spoken in this chunk and their tokens, in order (empty
+    /// unless tokenized with [`Frontend::tokenize_aligned`]).
+    pub words: Vec<ChunkWord>,
+}
+
+/// A word of the text and the tokens it is spoken in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkWord {
+    /// Index into [`Tokenized::words`].
+    pub word: usize,
+    /// Its tokens, as indices into [`Chunk::tokens`] (so never the leading pad).
+    pub tokens: std::ops::Range<usize>,
 }
 
 impl Chunk {
@@ -77,6 +90,9 @@ pub struct Tokenized {
     pub chunks: Vec<Chunk>,
     /// Phoneme characters that are not in the vocab and were dropped, sorted.
     pub dropped: Vec<char>,
+    /// The spoken words of the normalised text, in order (empty unless
+    /// tokenized with [`Frontend::tokenize_aligned`]).
+    pub words: Vec<String>,
 }
 
 /// Text → token chunks, with a vocab and a [`Phonemizer`].
@@ -139,6 +155,17 @@ impl<P: Phonemizer> Frontend<P> {
 
     /// Normalise, split, phonemize, map through the vocab and chunk `text`.
     pub fn tokenize(&self, text: &str) -> Result<Tokenized, FrontendError> {
+        self.tokenize_with(text, false)
+    }
+
+    /// As [`Frontend::tokenize`], also finding which tokens speak each word
+    /// (for word timestamps; costs a second phonemizer pass over the clauses
+    /// where espeak-ng joined or split words).
+    pub fn tokenize_aligned(&self, text: &str) -> Result<Tokenized, FrontendError> {
+        self.tokenize_with(text, true)
+    }
+
+    fn tokenize_with(&self, text: &str, aligned: bool) -> Result<Tokenized, FrontendError> {
         let normalized = normalize(text);
         let sentences = split(&normalized);
         if sentences.is_empty() {
@@ -152,6 +179,8 @@ impl<P: Phonemizer> Frontend<P> {
         let mut dropped = BTreeSet::new();
         let mut next = phonemes.into_iter();
         let mut phonemized: Vec<Vec<String>> = Vec::with_capacity(sentences.len());
+        // With `aligned`: each kept clause's phonemes and its spoken words.
+        let mut spoken: Vec<(String, Vec<String>)> = Vec::new();
         for sentence in &sentences {
             let mut clauses = Vec::with_capacity(sentence.clauses.len());
             for clause in &sentence.clauses {
@@ -170,12 +199,20 @@ impl<P: Phonemizer> Frontend<P> {
                         kept.push(p);
                     }
                 }
+                if aligned {
+                    spoken.push((kept.clone(), align::clause_words(&clause.text)));
+                }
                 clauses.push(kept);
             }
             if !clauses.is_empty() {
                 phonemized.push(clauses);
             }
         }
+        let (words, mut labels) = if aligned {
+            self.word_labels(&spoken)?
+        } else {
+            (Vec::new(), Vec::new().into_iter())
+        };
         let chunks: Vec<Chunk> = chunk::chunk(&phonemized, self.max_ids, self.flush_ids)
             .into_iter()
             .map(|phonemes| {
@@ -183,7 +220,16 @@ impl<P: Phonemizer> Frontend<P> {
                 tokens.push(PAD);
                 tokens.extend(self.vocab.encode(&phonemes));
                 tokens.push(PAD);
-                Chunk { phonemes, tokens }
+                let words = if aligned {
+                    self.chunk_words(&phonemes, &mut labels)
+                } else {
+                    Vec::new()
+                };
+                Chunk {
+                    phonemes,
+                    tokens,
+                    words,
+                }
             })
             .collect();
         if chunks.is_empty() {
@@ -196,7 +242,88 @@ impl<P: Phonemizer> Frontend<P> {
             normalized,
             chunks,
             dropped: dropped.into_iter().collect(),
+            words,
         })
+    }
+
+    /// Every spoken word of the kept clauses, and per non-space character of
+    /// those clauses (in order, as the chunks hold them) the word it speaks.
+    #[allow(clippy::type_complexity)]
+    fn word_labels(
+        &self,
+        spoken: &[(String, Vec<String>)],
+    ) -> Result<(Vec<String>, std::vec::IntoIter<Option<usize>>), FrontendError> {
+        let direct: Vec<Option<Vec<Option<usize>>>> = spoken
+            .iter()
+            .map(|(kept, words)| align::label_direct(kept, words.len()))
+            .collect();
+        // One phonemizer pass for the words of every clause that needs aligning.
+        let alone: Vec<&str> = spoken
+            .iter()
+            .zip(&direct)
+            .filter(|(_, d)| d.is_none())
+            .flat_map(|((_, words), _)| words.iter().map(String::as_str))
+            .collect();
+        let mut alone = if alone.is_empty() {
+            Vec::new()
+        } else {
+            let mut ignored = BTreeSet::new();
+            self.phonemizer
+                .phonemize(&alone)?
+                .iter()
+                .map(|p| self.vocab.keep_known(p, &mut ignored))
+                .collect()
+        }
+        .into_iter();
+        let mut words = Vec::new();
+        let mut labels = Vec::new();
+        for ((kept, clause_words), direct) in spoken.iter().zip(direct) {
+            let local = match direct {
+                Some(l) => l,
+                None => {
+                    let own: Vec<String> = alone.by_ref().take(clause_words.len()).collect();
+                    align::label_aligned(kept, &own)
+                }
+            };
+            let offset = words.len();
+            labels.extend(
+                kept.chars()
+                    .zip(local)
+                    .filter(|(c, _)| *c != ' ')
+                    .map(|(_, l)| l.map(|w| w + offset)),
+            );
+            words.extend(clause_words.iter().cloned());
+        }
+        Ok((words, labels.into_iter()))
+    }
+
+    /// The words of one chunk and their token ranges, taking the labels of
+    /// its non-space characters from `labels`.
+    fn chunk_words(
+        &self,
+        phonemes: &str,
+        labels: &mut std::vec::IntoIter<Option<usize>>,
+    ) -> Vec<ChunkWord> {
+        let mut out: Vec<ChunkWord> = Vec::new();
+        // Token 0 is the leading pad.
+        let mut token = 1;
+        for c in phonemes.chars() {
+            let label = if c == ' ' { None } else { labels.next().flatten() };
+            if self.vocab.id(c).is_none() {
+                continue;
+            }
+            if let Some(word) = label {
+                match out.last_mut() {
+                    Some(last) if last.word == word => last.tokens.end = token + 1,
+                    _ => out.push(ChunkWord {
+                        word,
+                        tokens: token..token + 1,
+                    }),
+                }
+            }
+            token += 1;
+        }
+        out
     }
 }
 

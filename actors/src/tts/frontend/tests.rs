@@ -149,3 +149,81 @@ proptest::proptest! {
         }
     }
 }
+
+/// Like [`Letters`], but joins "of the" into one word as espeak-ng does
+/// (`ʌvðə`), so the aligned tokenizer must split it back.
+struct Joining;
+
+impl Phonemizer for Joining {
+    fn phonemize(&self, clauses: &[&str]) -> Result<Vec<String>, FrontendError> {
+        Ok(clauses
+            .iter()
+            .map(|c| c.to_lowercase().replace("of the", "ofthe"))
+            .collect())
+    }
+}
+
+/// Each word's text as its tokens spell it (token t is phoneme character t - 1).
+fn spelled(t: &Tokenized) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for chunk in &t.chunks {
+        let chars: Vec<char> = chunk.phonemes.chars().collect();
+        for w in &chunk.words {
+            let text: String = chars[w.tokens.start - 1..w.tokens.end - 1].iter().collect();
+            out.push((t.words[w.word].clone(), text));
+        }
+    }
+    out
+}
+
+#[test]
+fn aligned_words_own_their_tokens() {
+    let f = Frontend::with_phonemizer(vocab(), Joining);
+    let t = f
+        .tokenize_aligned("The end of the road, a store of the city. Next one.")
+        .unwrap();
+    assert_eq!(
+        t.words,
+        ["The", "end", "of", "the", "road", "a", "store", "of", "the", "city", "Next", "one"]
+    );
+    let got = spelled(&t);
+    let want: Vec<(String, String)> = t
+        .words
+        .iter()
+        .map(|w| (w.clone(), w.to_lowercase()))
+        .collect();
+    assert_eq!(got, want);
+    // Plain tokenize finds no words and the same tokens.
+    let plain = f.tokenize("The end of the road, a store of the city. Next one.").unwrap();
+    assert!(plain.words.is_empty() && plain.chunks.iter().all(|c| c.words.is_empty()));
+    let tokens = |t: &Tokenized| t.chunks.iter().map(|c| c.tokens.clone()).collect::<Vec<_>>();
+    assert_eq!(tokens(&plain), tokens(&t));
+}
+
+#[test]
+fn aligned_words_follow_their_chunks() {
+    // Small calls: chunks split at clauses and inside long words.
+    let f = Frontend::with_phonemizer(vocab(), Joining).max_ids(7);
+    let t = f.tokenize_aligned("Hello there, wonderful of the world.").unwrap();
+    assert!(t.chunks.len() > 3);
+    let got = spelled(&t);
+    // A word cut between two calls appears once in each, its pieces in order.
+    let mut joined: Vec<(String, String)> = Vec::new();
+    for (w, s) in got {
+        match joined.last_mut() {
+            Some((lw, ls)) if *lw == w => ls.push_str(&s),
+            _ => joined.push((w, s)),
+        }
+    }
+    let want: Vec<(String, String)> = t
+        .words
+        .iter()
+        .map(|w| (w.clone(), w.to_lowercase()))
+        .collect();
+    assert_eq!(joined, want);
+    for chunk in &t.chunks {
+        for w in &chunk.words {
+            assert!(w.tokens.start >= 1 && w.tokens.end < chunk.tokens.len());
+        }
+    }
+}
