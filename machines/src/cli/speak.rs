@@ -42,6 +42,9 @@ pub struct SpeakArgs {
     /// Write audio chunk by chunk as it is generated.
     #[arg(long)]
     pub stream: bool,
+    /// Also write each word's start and end (seconds) to this JSON file.
+    #[arg(long, value_name = "OUT.json")]
+    pub timestamps: Option<PathBuf>,
     /// Text to speak (`-` reads stdin).
     pub text: Vec<String>,
 }
@@ -67,6 +70,8 @@ pub struct SpeakRequest {
     pub stream: bool,
     /// The output WAV (optional with `--stream`).
     pub output: Option<PathBuf>,
+    /// Where the word timestamps go, if asked for.
+    pub timestamps: Option<PathBuf>,
 }
 
 /// Check every argument; `stdin` is read when the text is `-`.
@@ -93,6 +98,9 @@ pub fn validate(args: SpeakArgs, stdin: &mut dyn Read) -> Result<SpeakRequest, C
     }
     if let Some(output) = &output {
         check_writable(output)?;
+    }
+    if let Some(timestamps) = &args.timestamps {
+        check_writable(timestamps)?;
     }
     if let Some(model) = &args.model {
         if !model.is_file() {
@@ -127,6 +135,7 @@ pub fn validate(args: SpeakArgs, stdin: &mut dyn Read) -> Result<SpeakRequest, C
         voices,
         stream: args.stream,
         output,
+        timestamps: args.timestamps,
     })
 }
 

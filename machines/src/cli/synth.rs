@@ -8,10 +8,11 @@ use super::fetch::{converted_model, fetch_models};
 use super::speak::SpeakRequest;
 use super::CliError;
 use crate::tts::utterance::TtsError;
-use crate::tts::{SynthOptions, Tts, TtsPaths, SAMPLE_RATE};
+use crate::tts::{SynthOptions, Tts, TtsPaths, WordTime, SAMPLE_RATE};
 use std::io::Write;
 use voxlane_actors::tts::kokoro::graph::KokoroError;
 use voxlane_runtime::fetch::Fetcher;
+use voxlane_runtime::io::atomic::write_atomic;
 use voxlane_runtime::io::wav::{encode_pcm16, write_wav};
 use voxlane_runtime::PoolOptions;
 
@@ -27,6 +28,13 @@ impl From<TtsError> for CliError {
             other => Self::Model(KokoroError::Input(other.to_string())),
         }
     }
+}
+
+/// A timed word as the JSON list holds it: `{"word", "start", "end"}`
+/// (seconds, to the millisecond).
+pub fn word_json(w: &WordTime) -> serde_json::Value {
+    let ms = |s: f64| (s * 1000.0).round() / 1000.0;
+    serde_json::json!({ "word": w.word, "start": ms(w.start), "end": ms(w.end) })
 }
 
 /// Speak `req`: progress and notes go to `log`, streamed PCM to `pcm_out`.
@@ -66,6 +74,7 @@ pub fn speak(
         speed: req.speed,
         // Streaming to a player: its first audio as early as possible.
         early_first_audio: req.stream,
+        timestamps: req.timestamps.is_some(),
     };
     let mut synthesis = tts.synthesize(&req.text, &options)?;
     if !synthesis.dropped().is_empty() {
@@ -76,6 +85,7 @@ pub fn speak(
         )?;
     }
     let mut audio = Vec::new();
+    let mut words = Vec::new();
     while let Some(pcm) = synthesis.next_chunk() {
         let pcm = pcm?;
         if req.stream {
@@ -85,6 +95,18 @@ pub fn speak(
         if req.output.is_some() {
             audio.extend_from_slice(pcm);
         }
+        words.extend(synthesis.words().iter().map(word_json));
+    }
+    if let Some(path) = &req.timestamps {
+        let text = serde_json::to_string_pretty(&words).map_err(|e| CliError::Output {
+            path: path.clone(),
+            detail: e.to_string(),
+        })?;
+        write_atomic(path, text.as_bytes()).map_err(|e| CliError::Output {
+            path: path.clone(),
+            detail: e.to_string(),
+        })?;
+        writeln!(log, "wrote {} ({} words)", path.display(), words.len())?;
     }
     if let Some(output) = &req.output {
         write_wav(output, SAMPLE_RATE, &audio).map_err(|e| CliError::Output {

@@ -21,7 +21,7 @@
 //! it holds), so every request is checked by its guards first and every
 //! failure is a typed [`TtsError`].
 
-use crate::tts::utterance::{Load, TtsError, TtsMachine, TtsReply};
+use crate::tts::utterance::{Load, Synthesize, TtsError, TtsMachine, TtsReply, WordTime};
 use std::path::PathBuf;
 use voxlane_runtime::PoolOptions;
 
@@ -53,6 +53,8 @@ pub struct SynthOptions {
     /// ready (lower time to first audio; the windows are crossfaded, so the
     /// audio differs slightly from a whole-chunk run).
     pub early_first_audio: bool,
+    /// Time every word ([`Synthesis::words`]) from the model's durations.
+    pub timestamps: bool,
 }
 
 impl Default for SynthOptions {
@@ -61,6 +63,7 @@ impl Default for SynthOptions {
             voice: "jf_alpha".into(),
             speed: 1.0,
             early_first_audio: false,
+            timestamps: false,
         }
     }
 }
@@ -132,17 +135,20 @@ impl Tts {
             // A synthesis dropped mid-utterance cancels it; anything else in flight is stale.
             let _ = self.machine.cancel();
         }
-        match self.machine.synthesize(
+        match self.machine.synthesize_with(Synthesize {
             text,
-            &options.voice,
-            options.speed,
-            options.early_first_audio,
-        ) {
+            voice: &options.voice,
+            speed: options.speed,
+            early: options.early_first_audio,
+            words: options.timestamps,
+        }) {
             TtsReply::Prepared { chunks, dropped } => Ok(Synthesis {
                 tts: self,
                 chunks,
                 dropped,
                 done: chunks == 0,
+                last_index: None,
+                fresh_words: false,
             }),
             other => Err(error_of(other)),
         }
@@ -181,6 +187,10 @@ pub struct Synthesis<'t> {
     chunks: usize,
     dropped: Vec<char>,
     done: bool,
+    /// Index of the chunk last lent, to tell a new chunk from its later windows.
+    last_index: Option<usize>,
+    /// The chunk last lent is new: its words are reported.
+    fresh_words: bool,
 }
 
 impl std::fmt::Debug for Synthesis<'_> {
@@ -197,6 +207,18 @@ impl Synthesis<'_> {
     /// Chunks (model calls) in this utterance.
     pub fn chunks(&self) -> usize {
         self.chunks
+    }
+
+    /// The words of the chunk whose audio (or first window) `next_chunk`
+    /// just lent, each with its start and end in seconds from the start of
+    /// the utterance; empty unless [`SynthOptions::timestamps`] is set, and
+    /// for later windows of a streamed chunk (its words came with the first).
+    pub fn words(&self) -> &[WordTime] {
+        if self.fresh_words {
+            self.tts.machine.chunk_words()
+        } else {
+            &[]
+        }
     }
 
     /// Phonemes outside the vocab, dropped by the frontend.
@@ -220,6 +242,8 @@ impl Synthesis<'_> {
                 index, of, partial, ..
             } => {
                 self.done = !partial && index + 1 >= of;
+                self.fresh_words = self.last_index != Some(index);
+                self.last_index = Some(index);
                 Some(Ok(self.tts.machine.audio()))
             }
             other => {

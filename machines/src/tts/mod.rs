@@ -28,6 +28,7 @@
 //!     voice: "jf_alpha:0.7,jm_kumo:0.3".into(),
 //!     speed: 1.0,
 //!     early_first_audio: true,                          // first 0.4 s as soon as it is ready
+//!     ..SynthOptions::default()                         // timestamps: false
 //! };
 //! for chunk in tts.synthesize("Hello there. How are you?", &opts)? {
 //!     let pcm: Vec<f32> = chunk?;                       // play or write it
@@ -44,7 +45,7 @@ pub mod vocoder;
 mod api;
 
 pub use api::{Slot, SynthOptions, Synthesis, Tts, TtsPaths, SAMPLE_RATE};
-pub use utterance::TtsError;
+pub use utterance::{TtsError, WordTime};
 
 #[cfg(test)]
 mod tests {

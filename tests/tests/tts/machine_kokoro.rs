@@ -762,13 +762,26 @@ fn text_event(i: usize, long: &str, vocab: &std::path::Path) -> text::Event<'sta
         2 => text::Event::LoadDone,
         3 => text::Event::LoadError(Slot::new(KokoroTextError::NotLoaded)),
         4 => text::Event::LoadError(Slot::empty()),
-        5 => text::Event::Tokenize(text::Tokenize { text: "Hi." }),
-        6 => text::Event::Tokenize(text::Tokenize { text: "  " }),
-        7 => text::Event::Tokenize(text::Tokenize { text: long }),
+        5 => text::Event::Tokenize(text::Tokenize {
+            text: "Hi.",
+            words: false,
+        }),
+        6 => text::Event::Tokenize(text::Tokenize {
+            text: "  ",
+            words: true,
+        }),
+        7 => text::Event::Tokenize(text::Tokenize {
+            text: long,
+            words: false,
+        }),
         8 => text::Event::TokenizeDone(Slot::new(tokens(vec![]))),
         9 => text::Event::TokenizeDone(Slot::new(tokens(vec!['x']))),
         10 => text::Event::TokenizeDone(Slot::empty()),
         11 => text::Event::TokenizeError(Slot::new(KokoroTextError::EmptyText)),
+        12 => text::Event::Tokenize(text::Tokenize {
+            text: "The end of the road.",
+            words: true,
+        }),
         _ => text::Event::CaptureDiagnostics,
     }
 }
@@ -786,7 +799,7 @@ fn kokoro_text_matches_its_table() {
         ("tokenizing", &[0, 2, 5]),
     ];
     for (state, prefix) in prefixes {
-        for i in 0..13 {
+        for i in 0..14 {
             for step_only in [true, false] {
                 let mut m = TextStage::traced();
                 for &p in prefix {
@@ -1229,7 +1242,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     #[test]
     fn kokoro_text_random_sequences_stay_declared(
-        seq in proptest::collection::vec((0usize..13, any::<bool>()), 1..16)
+        seq in proptest::collection::vec((0usize..14, any::<bool>()), 1..16)
     ) {
         let vocab = paths().vocab.clone();
         let long = "a ".repeat(60_000);

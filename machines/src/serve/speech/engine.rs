@@ -7,7 +7,7 @@
 
 use super::voices::{openai_aliases, to_voice_spec};
 use crate::serve::debug::LiveMachines;
-use crate::tts::{SynthOptions, Tts, TtsError, TtsPaths, SAMPLE_RATE};
+use crate::tts::{SynthOptions, Tts, TtsError, TtsPaths, WordTime, SAMPLE_RATE};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -19,8 +19,18 @@ use voxlane_runtime::{PoolError, PoolOptions};
 /// Chunks in flight between a worker and its client (back-pressure beyond).
 const CHUNKS_IN_FLIGHT: usize = 4;
 
+/// One synthesized piece of audio and the words timed in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Audio {
+    /// 24 kHz mono samples.
+    pub pcm: Vec<f32>,
+    /// Its chunk's words, seconds from the start of the utterance (only with
+    /// `timestamps`, and only on a chunk's first piece).
+    pub words: Vec<WordTime>,
+}
+
 /// One synthesized chunk, or why synthesis stopped.
-pub type Chunk = Result<Vec<f32>, TtsError>;
+pub type Chunk = Result<Audio, TtsError>;
 
 /// How the engine splits its thread budget.
 #[derive(Debug, Clone, Copy)]
@@ -229,7 +239,10 @@ fn work(
             }
             Ok(mut synthesis) => {
                 while let Some(chunk) = synthesis.next_chunk() {
-                    let chunk = chunk.map(<[f32]>::to_vec);
+                    let chunk = chunk.map(<[f32]>::to_vec).map(|pcm| Audio {
+                        pcm,
+                        words: synthesis.words().to_vec(),
+                    });
                     let failed = chunk.is_err();
                     publish(published, worker, synthesis.machines());
                     // A closed channel: the client is gone; dropping the

@@ -11,18 +11,20 @@ pub mod formats;
 pub mod request;
 pub mod voices;
 
-pub use engine::{Chunk, EngineStopped, SpeechEngine, SpeechEngineConfig};
+pub use engine::{Audio, Chunk, EngineStopped, SpeechEngine, SpeechEngineConfig};
 pub use formats::{AudioEncoder, AudioFormat};
 pub use request::{parse_request, RequestError, SpeechRequest};
 
+use crate::cli::synth::word_json;
 use crate::serve::shell::{ApiError, Counter, Gauge, Histogram, ShellState, StreamPermit};
-use crate::tts::{SynthOptions, TtsError};
+use crate::tts::{SynthOptions, TtsError, WordTime};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use base64::Engine as _;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -83,6 +85,9 @@ pub fn routes(engine: Arc<SpeechEngine>, shell: &ShellState) -> Router {
     });
     Router::new()
         .route("/v1/audio/speech", post(speech))
+        .route("/v1/audio/speech/timestamps", post(speech_timestamps))
+        // Kokoro-FastAPI's name for the same answer.
+        .route("/dev/captioned_speech", post(speech_timestamps))
         .route("/v1/audio/voices", get(voices))
         .route("/v1/models", get(models))
         .route("/openapi.json", get(openapi))
@@ -109,9 +114,34 @@ fn tts_error(e: &TtsError) -> ApiError {
     }
 }
 
-/// `POST /v1/audio/speech`.
+/// `POST /v1/audio/speech`: the audio file (or stream).
 async fn speech(State(state): State<Arc<SpeechState>>, body: Bytes) -> Response {
-    match start(&state, &body).await {
+    answer(&state, &body, false).await
+}
+
+/// `POST /v1/audio/speech/timestamps`: JSON `{"audio": base64, "timestamps":
+/// [{"word", "start", "end"}]}`, or with `stream` one such line per chunk.
+async fn speech_timestamps(State(state): State<Arc<SpeechState>>, body: Bytes) -> Response {
+    answer(&state, &body, true).await
+}
+
+/// One JSON object: `audio` (base64 of `bytes`) and the words timed in it.
+fn timed_json(bytes: &[u8], words: &[WordTime]) -> serde_json::Value {
+    serde_json::json!({
+        "audio": base64::engine::general_purpose::STANDARD.encode(bytes),
+        "timestamps": words.iter().map(word_json).collect::<Vec<_>>(),
+    })
+}
+
+/// A line of the streamed timestamps answer (JSON lines).
+fn timed_line(bytes: &[u8], words: &[WordTime]) -> Vec<u8> {
+    let mut line = timed_json(bytes, words).to_string().into_bytes();
+    line.push(b'\n');
+    line
+}
+
+async fn answer(state: &Arc<SpeechState>, body: &[u8], timed: bool) -> Response {
+    match start(state, body, timed).await {
         Ok(response) => response,
         Err(e) => {
             state.refused.inc();
@@ -128,7 +158,7 @@ async fn speech(State(state): State<Arc<SpeechState>>, body: Bytes) -> Response 
     }
 }
 
-async fn start(state: &Arc<SpeechState>, body: &[u8]) -> Result<Response, ApiError> {
+async fn start(state: &Arc<SpeechState>, body: &[u8], timed: bool) -> Result<Response, ApiError> {
     let req =
         parse_request(body, DEFAULT_VOICE).map_err(|e| bad_request(e.code(), e.to_string()))?;
     let voice = state
@@ -151,6 +181,7 @@ async fn start(state: &Arc<SpeechState>, body: &[u8]) -> Result<Response, ApiErr
         speed: req.speed,
         // A streamed answer starts playing as early as possible.
         early_first_audio: req.stream,
+        timestamps: timed,
     };
     let asked = Instant::now();
     let mut chunks = state
@@ -163,7 +194,7 @@ async fn start(state: &Arc<SpeechState>, body: &[u8]) -> Result<Response, ApiErr
     let first = chunks.recv().await;
     state.waiting.dec();
     let first = match first {
-        Some(Ok(pcm)) => pcm,
+        Some(Ok(audio)) => audio,
         Some(Err(e)) => return Err(tts_error(&e)),
         None => {
             return Err(ApiError::new(
@@ -185,12 +216,27 @@ async fn start(state: &Arc<SpeechState>, body: &[u8]) -> Result<Response, ApiErr
         asked,
         _permit: permit,
     };
-    let content_type = HeaderValue::from_static(req.format.content_type());
+    let content_type = HeaderValue::from_static(match (timed, req.stream) {
+        (false, _) => req.format.content_type(),
+        (true, false) => "application/json",
+        (true, true) => "application/x-ndjson",
+    });
+    // The timestamps route wraps each piece of the file in JSON.
+    let wrap = move |bytes: Vec<u8>, words: &[WordTime]| {
+        if timed {
+            timed_line(&bytes, words)
+        } else {
+            bytes
+        }
+    };
     if req.stream {
-        let head = answer.start(&first).map_err(encode_error)?;
+        let head = wrap(
+            answer.start(&first.pcm).map_err(encode_error)?,
+            &first.words,
+        );
         let body = futures_util::stream::unfold(
             (Some(head), chunks, answer, false),
-            |(head, mut chunks, mut answer, done)| async move {
+            move |(head, mut chunks, mut answer, done)| async move {
                 if let Some(head) = head {
                     return Some((Ok(Bytes::from(head)), (None, chunks, answer, false)));
                 }
@@ -198,10 +244,10 @@ async fn start(state: &Arc<SpeechState>, body: &[u8]) -> Result<Response, ApiErr
                     return None;
                 }
                 let item = match chunks.recv().await {
-                    Some(Ok(pcm)) => answer.push(&pcm),
+                    Some(Ok(audio)) => answer.push(&audio.pcm).map(|b| wrap(b, &audio.words)),
                     // The end: the encoder's tail, then stop.
                     None => {
-                        let tail = answer.finish();
+                        let tail = answer.finish().map(|b| wrap(b, &[]));
                         return Some((tail.map(Bytes::from), (None, chunks, answer, true)));
                     }
                     Some(Err(e)) => {
@@ -219,10 +265,14 @@ async fn start(state: &Arc<SpeechState>, body: &[u8]) -> Result<Response, ApiErr
         )
             .into_response())
     } else {
-        let mut bytes = answer.start(&first).map_err(encode_error)?;
+        let mut bytes = answer.start(&first.pcm).map_err(encode_error)?;
+        let mut words = first.words;
         while let Some(chunk) = chunks.recv().await {
             match chunk {
-                Ok(pcm) => bytes.extend(answer.push(&pcm).map_err(encode_error)?),
+                Ok(audio) => {
+                    bytes.extend(answer.push(&audio.pcm).map_err(encode_error)?);
+                    words.extend(audio.words);
+                }
                 Err(e) => {
                     state.failed.inc();
                     return Err(tts_error(&e));
@@ -230,6 +280,9 @@ async fn start(state: &Arc<SpeechState>, body: &[u8]) -> Result<Response, ApiErr
             }
         }
         bytes.extend(answer.finish().map_err(encode_error)?);
+        if timed {
+            bytes = timed_json(&bytes, &words).to_string().into_bytes();
+        }
         Ok(([(header::CONTENT_TYPE, content_type)], bytes).into_response())
     }
 }

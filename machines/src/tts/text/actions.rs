@@ -83,6 +83,17 @@ pub fn effect_tokenize(m: &mut KokoroFrontendMachine, t: &Tokenize<'_>, sink: &m
     });
 }
 
+/// As `effect_tokenize`, also aligning words to tokens; raise `tokenize_done` or `tokenize_error`.
+pub fn effect_tokenize_aligned(m: &mut KokoroFrontendMachine, t: &Tokenize<'_>, sink: &mut Sink) {
+    sink.follow_up = Some(match &m.frontend {
+        Some(f) => match f.tokenize_aligned(t.text) {
+            Ok(tokens) => FollowUp::TokenizeDone(tokens),
+            Err(e) => FollowUp::TokenizeError(e.into()),
+        },
+        None => FollowUp::TokenizeError(KokoroTextError::NotLoaded),
+    });
+}
+
 fn reply_tokens(m: &mut KokoroFrontendMachine, t: &Slot<Tokenized>, sink: &mut Sink) {
     match t.take() {
         Some(t) => sink.reply = Some(Reply::Tokens(t)),

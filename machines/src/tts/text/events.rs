@@ -20,6 +20,8 @@ pub struct Load {
 pub struct Tokenize<'a> {
     /// The text.
     pub text: &'a str,
+    /// Also find which tokens speak each word (word timestamps).
+    pub words: bool,
 }
 
 /// Everything the machine reacts to. `load_*` and `tokenize_*` outcomes are

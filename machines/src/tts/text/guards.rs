@@ -17,9 +17,14 @@ pub fn guard_text_empty(t: &Tokenize<'_>) -> bool {
     !guard_text_too_long(t) && split(&normalize(t.text)).is_empty()
 }
 
-/// Within the cap and something to say.
+/// Within the cap and something to say; no word timings asked for.
 pub fn guard_text_speakable(t: &Tokenize<'_>) -> bool {
-    !guard_text_too_long(t) && !guard_text_empty(t)
+    !t.words && !guard_text_too_long(t) && !guard_text_empty(t)
+}
+
+/// Within the cap and something to say, with word timings.
+pub fn guard_text_speakable_words(t: &Tokenize<'_>) -> bool {
+    t.words && !guard_text_too_long(t) && !guard_text_empty(t)
 }
 
 /// Every phoneme was in the vocab (or the outcome carries nothing).

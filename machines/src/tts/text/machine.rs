@@ -100,6 +100,12 @@ impl KokoroFrontendMachine {
                 effect_tokenize(self, t, context),
                 State::tokenizing()
             ),
+            Event::Tokenize(t) if guard_text_speakable_words(t) => transition!(
+                self,
+                guard_text_speakable_words,
+                effect_tokenize_aligned(self, t, context),
+                State::tokenizing()
+            ),
             _ => Super,
         }
     }
@@ -184,7 +190,12 @@ impl TextStage {
 
     /// Tokenize `text`.
     pub fn tokenize(&mut self, text: &str) -> Reply {
-        self.handle(&Event::Tokenize(Tokenize { text }))
+        self.handle(&Event::Tokenize(Tokenize { text, words: false }))
+    }
+
+    /// Tokenize `text`, finding which tokens speak each word.
+    pub fn tokenize_words(&mut self, text: &str) -> Reply {
+        self.handle(&Event::Tokenize(Tokenize { text, words: true }))
     }
 
     /// The loaded frontend, if any.

@@ -101,6 +101,13 @@ pub const TRANSITIONS: &[Transition] = &[
         "tokenizing",
     ),
     edge(
+        "ready",
+        "tokenize",
+        "guard_text_speakable_words",
+        "effect_tokenize_aligned",
+        "tokenizing",
+    ),
+    edge(
         "tokenizing",
         "tokenize_done",
         "guard_phonemes_dropped",

@@ -3,7 +3,7 @@
 //! of choosing a state; the stage machines do the work.
 
 use super::errors::TtsError;
-use super::events::{FollowUp, Load, Synthesize, TtsReply, Utterance};
+use super::events::{FollowUp, Load, Synthesize, TtsReply, Utterance, WordTime};
 use super::machine::{KokoroTtsMachine, Stages};
 use super::Sink;
 use crate::tts::acoustic::{self, AcousticStage};
@@ -13,7 +13,8 @@ use crate::tts::Slot;
 use voxlane_actors::tts::frontend::Punctuation;
 use voxlane_actors::tts::kokoro::front::FrontOutput;
 use voxlane_actors::tts::kokoro::graph::KokoroError;
-use voxlane_actors::tts::kokoro::window::StreamShape;
+use voxlane_actors::tts::kokoro::pipeline::SAMPLE_RATE;
+use voxlane_actors::tts::kokoro::window::{StreamShape, SAMPLES_PER_FRAME};
 use voxlane_actors::tts::voices::Voices;
 use voxlane_runtime::onnx::OnnxModel;
 use voxlane_runtime::{Fork, LanePool, PoolOptions};
@@ -143,8 +144,14 @@ pub fn effect_reject_voice(m: &mut KokoroTtsMachine, s: &Synthesize<'_>, sink: &
 }
 
 fn prepare(m: &mut KokoroTtsMachine, s: &Synthesize<'_>) -> Result<Utterance, TtsError> {
+    m.word_times.clear();
     let st = m.stages.as_mut().ok_or(TtsError::NotLoaded)?;
-    let tokens = match st.text.tokenize(s.text) {
+    let reply = if s.words {
+        st.text.tokenize_words(s.text)
+    } else {
+        st.text.tokenize(s.text)
+    };
+    let tokens = match reply {
         text::Reply::Tokens(t) => t,
         text::Reply::Error(e) => return Err(e.into()),
         other => return Err(stray("frontend", other)),
@@ -159,6 +166,8 @@ fn prepare(m: &mut KokoroTtsMachine, s: &Synthesize<'_>) -> Result<Utterance, Tt
         dropped: tokens.dropped,
         early: s.early,
         front: None,
+        words: tokens.words,
+        frames_before: 0,
     })
 }
 
@@ -205,11 +214,45 @@ fn run_front(m: &mut KokoroTtsMachine, u: &mut Utterance) -> Result<FrontOutput,
         acoustic::Reply::Front(out, _) => {
             u.style = Some(style);
             u.next += 1;
+            time_words(&mut m.word_times, u, &out.durations.frames);
             Ok(*out)
         }
         acoustic::Reply::Error(e) => Err(e.into()),
         other => Err(stray("front", other)),
     }
+}
+
+/// Time the words of the chunk just run from its tokens' frame counts, and
+/// count its frames into `frames_before` for the next chunk.
+fn time_words(word_times: &mut Vec<WordTime>, u: &mut Utterance, frames: &[usize]) {
+    word_times.clear();
+    let Some(chunk) = u.next.checked_sub(1).and_then(|i| u.chunks.get(i)) else {
+        return;
+    };
+    // Frames before token t.
+    let mut at = Vec::with_capacity(frames.len() + 1);
+    at.push(0usize);
+    for f in frames {
+        at.push(at.last().copied().unwrap_or(0) + f);
+    }
+    let seconds = |frame: usize| {
+        ((u.frames_before + frame) * SAMPLES_PER_FRAME) as f64 / f64::from(SAMPLE_RATE)
+    };
+    for w in &chunk.words {
+        let (Some(&start), Some(&end), Some(word)) = (
+            at.get(w.tokens.start),
+            at.get(w.tokens.end),
+            u.words.get(w.word),
+        ) else {
+            continue;
+        };
+        word_times.push(WordTime {
+            word: word.clone(),
+            start: seconds(start),
+            end: seconds(end),
+        });
+    }
+    u.frames_before += at.last().copied().unwrap_or(0);
 }
 
 /// Run the next chunk through the front stage; raise `front_done` or `front_error`.

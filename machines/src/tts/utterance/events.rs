@@ -35,6 +35,19 @@ pub struct Synthesize<'a> {
     pub speed: f32,
     /// Emit the first chunk's audio in windows, the first early.
     pub early: bool,
+    /// Time each word (from the model's durations) as its chunk runs.
+    pub words: bool,
+}
+
+/// A spoken word and when it is heard, in seconds from the utterance's start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WordTime {
+    /// The word, as in the normalised text (`1999` is `nineteen ninety-nine`).
+    pub word: String,
+    /// Its first phoneme starts.
+    pub start: f64,
+    /// Its last phoneme ends.
+    pub end: f64,
 }
 
 /// One utterance in flight: its chunks, voice and progress (state-local
@@ -57,6 +70,10 @@ pub struct Utterance {
     pub early: bool,
     /// The front output of a chunk being streamed window by window.
     pub front: Option<Box<FrontOutput>>,
+    /// Every spoken word of the text (empty unless words are timed).
+    pub words: Vec<String>,
+    /// Frames of audio of the chunks before the one in flight.
+    pub frames_before: usize,
 }
 
 impl std::fmt::Debug for Utterance {

@@ -9,7 +9,7 @@
 
 use super::actions::*;
 use super::errors::TtsError;
-use super::events::{Event, Load, Sink, Synthesize, TtsReply, Utterance};
+use super::events::{Event, Load, Sink, Synthesize, TtsReply, Utterance, WordTime};
 use super::guards::*;
 use super::table::SPEC;
 use crate::core::Bookkeeping;
@@ -42,6 +42,9 @@ pub struct KokoroTtsMachine {
     pub stages: Option<Stages>,
     /// Counters, edge trace and current state.
     pub book: Bookkeeping,
+    /// The timed words of the last chunk run (kept past the utterance's
+    /// end, as its audio is, so the last chunk's words can be read).
+    pub word_times: Vec<WordTime>,
 }
 
 impl Default for KokoroTtsMachine {
@@ -49,6 +52,7 @@ impl Default for KokoroTtsMachine {
         Self {
             stages: None,
             book: Bookkeeping::new(&SPEC),
+            word_times: Vec::new(),
         }
     }
 }
@@ -337,12 +341,24 @@ impl TtsMachine {
 
     /// Start an utterance (its first chunk streamed in windows when `early`).
     pub fn synthesize(&mut self, text: &str, voice: &str, speed: f32, early: bool) -> TtsReply {
-        self.handle(&Event::Synthesize(Synthesize {
+        self.synthesize_with(Synthesize {
             text,
             voice,
             speed,
             early,
-        }))
+            words: false,
+        })
+    }
+
+    /// Start an utterance as `request` asks (word timings included).
+    pub fn synthesize_with(&mut self, request: Synthesize<'_>) -> TtsReply {
+        self.handle(&Event::Synthesize(request))
+    }
+
+    /// The timed words of the last chunk run (its audio, or first window,
+    /// is the one just replied); empty unless the utterance times words.
+    pub fn chunk_words(&self) -> &[WordTime] {
+        &self.sm.inner().word_times
     }
 
     /// Run the next chunk; its audio is then in [`Self::audio`].

@@ -32,6 +32,6 @@ pub mod machine;
 pub mod table;
 
 pub use errors::TtsError;
-pub use events::{Event, FollowUp, Load, Sink, Synthesize, TtsReply, Utterance};
+pub use events::{Event, FollowUp, Load, Sink, Synthesize, TtsReply, Utterance, WordTime};
 pub use machine::{Stages, TtsMachine};
 pub use table::SPEC;
