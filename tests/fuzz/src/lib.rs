@@ -455,8 +455,13 @@ pub fn speech_request(data: &[u8]) -> Outcome {
     let request = parse_request(data, "jf_alpha").map_err(|e| format!("{}: {e}", e.code()))?;
     assert!(SPEED_RANGE.contains(&f64::from(request.speed)));
     assert!(!request.input.trim().is_empty());
-    assert_eq!(AudioFormat::parse(request.format.name()), Some(request.format));
-    let pack: Vec<String> = ["jf_alpha", "jm_kumo", "af_heart"].map(String::from).to_vec();
+    assert_eq!(
+        AudioFormat::parse(request.format.name()),
+        Some(request.format)
+    );
+    let pack: Vec<String> = ["jf_alpha", "jm_kumo", "af_heart"]
+        .map(String::from)
+        .to_vec();
     let spec = to_voice_spec(&request.voice, &openai_aliases(&pack))?;
     let parsed = VoiceSpec::parse(&spec).map_err(text)?;
     assert!(!parsed.parts.is_empty());

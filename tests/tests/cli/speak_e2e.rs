@@ -95,3 +95,64 @@ fn a_foreign_model_file_is_a_clear_error_and_leaves_no_wav() {
     assert_eq!(left.len(), 1, "{left:?}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn timestamps_time_every_word_within_the_audio() {
+    let dir = temp_dir("timestamps");
+    let (wav, json) = (dir.join("t.wav"), dir.join("t.json"));
+    let text = "Hello there. The end of the road, 12 miles away.";
+    speak(
+        &[
+            "--threads",
+            "2",
+            "-o",
+            wav.to_str().unwrap(),
+            "--timestamps",
+            json.to_str().unwrap(),
+            text,
+        ],
+        &mut Vec::new(),
+    )
+    .unwrap();
+    let words: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let words = words.as_array().unwrap();
+    let names: Vec<&str> = words.iter().map(|w| w["word"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["Hello", "there", "The", "end", "of", "the", "road", "twelve", "miles", "away"]
+    );
+    let audio = read_wav(&wav).unwrap();
+    let seconds = audio.samples.len() as f64 / 24_000.0;
+    let span = |w: &serde_json::Value| (w["start"].as_f64().unwrap(), w["end"].as_f64().unwrap());
+    let mut last_end = 0.0;
+    for w in words {
+        let (start, end) = span(w);
+        assert!(start >= last_end && end > start, "{w} after {last_end}");
+        last_end = end;
+        // The word's stretch of audio is speech.
+        let s = &audio.samples[(start * 24_000.0) as usize..(end * 24_000.0) as usize];
+        let rms = (s.iter().map(|x| x * x).sum::<f32>() / s.len() as f32).sqrt();
+        assert!(rms > 0.01, "{w}: rms {rms}");
+    }
+    assert!(
+        last_end <= seconds && last_end > seconds - 0.6,
+        "{last_end} of {seconds} s"
+    );
+    // An unwritable timestamps path is refused before anything is written.
+    let bad = dir.join("missing-dir").join("t.json");
+    let wav2 = dir.join("t2.wav");
+    let err = speak(
+        &[
+            "-o",
+            wav2.to_str().unwrap(),
+            "--timestamps",
+            bad.to_str().unwrap(),
+            text,
+        ],
+        &mut Vec::new(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, CliError::Output { .. }), "{err:?}");
+    assert!(!wav2.exists() && !bad.exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}

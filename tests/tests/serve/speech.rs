@@ -188,6 +188,74 @@ async fn openai_python_client_gets_every_format() {
     server.shutdown().await;
 }
 
+/// Word timestamps over HTTP (Python's urllib): whole as JSON, streamed as
+/// JSON lines on Kokoro-FastAPI's route, each answer's audio decoded with
+/// ffmpeg and the words checked against it (`tests/python/timestamps_client.py`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn word_timestamps_whole_and_streamed_match_the_audio() {
+    let ready = std::process::Command::new("python3")
+        .args(["-c", "import numpy"])
+        .status()
+        .is_ok_and(|s| s.success())
+        && std::process::Command::new("ffmpeg")
+            .arg("-version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !ready {
+        assert!(
+            std::env::var_os("VOXLANE_REQUIRE_SPEECH_CLIENT").is_none(),
+            "VOXLANE_REQUIRE_SPEECH_CLIENT is set but python3 lacks numpy or ffmpeg is missing"
+        );
+        eprintln!("skipped: needs python3 with numpy, and ffmpeg");
+        return;
+    }
+    let (server, _engine) = start(1, 2).await;
+    let script =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/timestamps_client.py");
+    let out = tokio::process::Command::new("python3")
+        .arg(&script)
+        .args(["--base-url", &format!("http://{}", server.addr)])
+        .output()
+        .await
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    for answer in ["whole", "stream"] {
+        let a = &r[answer];
+        assert_eq!(
+            a["words"], 18,
+            "{answer}: every word of the normalised text"
+        );
+        let (last, seconds) = (
+            a["last_end"].as_f64().unwrap(),
+            a["duration"].as_f64().unwrap(),
+        );
+        assert!(
+            last > seconds - 0.6 && last <= seconds + 0.05,
+            "{answer}: {a}"
+        );
+        // Every timed word is speech, not silence.
+        assert!(
+            a["quietest_word_rms"].as_f64().unwrap() > 0.01,
+            "{answer}: {a}"
+        );
+        let pause = a["pause"].as_array().unwrap();
+        let len = pause[1].as_f64().unwrap() - pause[0].as_f64().unwrap();
+        assert!(len >= 0.15, "{answer}: a sentence pause in the audio: {a}");
+    }
+    assert_eq!(r["stream_content_type"], "application/x-ndjson");
+    assert!(r["stream"]["lines"].as_u64().unwrap() >= 2, "{r}");
+    assert_eq!(r["same_times"], true, "whole and streamed times agree");
+    assert_eq!(r["empty_status"], 400);
+    assert_eq!(r["empty_code"], "empty_input");
+    server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn busy_beyond_the_queue_and_a_client_that_leaves_cancels() {
     // One worker, no queue: the second request is refused at once.
@@ -343,6 +411,8 @@ async fn malformed_bodies_get_json_400s() {
     assert_eq!(doc["openapi"], "3.1.0");
     for path in [
         "/v1/audio/speech",
+        "/v1/audio/speech/timestamps",
+        "/dev/captioned_speech",
         "/v1/audio/voices",
         "/v1/models",
         "/health",
@@ -352,7 +422,7 @@ async fn malformed_bodies_get_json_400s() {
         let (status, _) = http_get(server.addr, path).await;
         // GET on the POST route is a 405; every other documented path answers.
         assert!(
-            status == 200 || (path == "/v1/audio/speech" && status == 405),
+            status == 200 || (doc["paths"][path].get("post").is_some() && status == 405),
             "{path}: {status}"
         );
     }

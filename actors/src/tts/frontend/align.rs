@@ -111,7 +111,7 @@ pub fn label_aligned(clause: &str, alone: &[String]) -> Vec<Option<usize>> {
     let alone: Vec<Vec<char>> = alone.iter().map(|w| sounds(w.chars())).collect();
     let (n, m) = (alone.len(), pieces.len());
     let (mut i, mut j) = (0, 0);
-    let mut set = |labels: &mut Vec<Option<usize>>, p: Piece, from: usize, to: usize, w: usize| {
+    let set = |labels: &mut Vec<Option<usize>>, p: Piece, from: usize, to: usize, w: usize| {
         for (k, label) in labels.iter_mut().enumerate().take(to.min(p.end)).skip(from) {
             if !is_punct(chars[k]) {
                 *label = Some(w);

@@ -308,7 +308,11 @@ impl<P: Phonemizer> Frontend<P> {
         // Token 0 is the leading pad.
         let mut token = 1;
         for c in phonemes.chars() {
-            let label = if c == ' ' { None } else { labels.next().flatten() };
+            let label = if c == ' ' {
+                None
+            } else {
+                labels.next().flatten()
+            };
             if self.vocab.id(c).is_none() {
                 continue;
             }

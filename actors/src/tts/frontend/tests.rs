@@ -194,9 +194,16 @@ fn aligned_words_own_their_tokens() {
         .collect();
     assert_eq!(got, want);
     // Plain tokenize finds no words and the same tokens.
-    let plain = f.tokenize("The end of the road, a store of the city. Next one.").unwrap();
+    let plain = f
+        .tokenize("The end of the road, a store of the city. Next one.")
+        .unwrap();
     assert!(plain.words.is_empty() && plain.chunks.iter().all(|c| c.words.is_empty()));
-    let tokens = |t: &Tokenized| t.chunks.iter().map(|c| c.tokens.clone()).collect::<Vec<_>>();
+    let tokens = |t: &Tokenized| {
+        t.chunks
+            .iter()
+            .map(|c| c.tokens.clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(tokens(&plain), tokens(&t));
 }
 
@@ -204,7 +211,9 @@ fn aligned_words_own_their_tokens() {
 fn aligned_words_follow_their_chunks() {
     // Small calls: chunks split at clauses and inside long words.
     let f = Frontend::with_phonemizer(vocab(), Joining).max_ids(7);
-    let t = f.tokenize_aligned("Hello there, wonderful of the world.").unwrap();
+    let t = f
+        .tokenize_aligned("Hello there, wonderful of the world.")
+        .unwrap();
     assert!(t.chunks.len() > 3);
     let got = spelled(&t);
     // A word cut between two calls appears once in each, its pieces in order.
