@@ -42,12 +42,38 @@ def main() -> None:
             lambda d: d.execute_script("return document.body.dataset.playing === '1'"))
         first_play_s = time.time() - clicked
         player = driver.find_element(By.ID, "player")
+        # While it plays, the word being heard is highlighted: sample it
+        # (word, its times, the audio clock) until everything has arrived.
+        seen = []
+
+        def sample(seconds: float) -> None:
+            end = time.time() + seconds
+            while time.time() < end:
+                cur = driver.execute_script(
+                    "const s = document.querySelector('#words span.current');"
+                    "return s ? [s.textContent, Number(s.dataset.start), Number(s.dataset.end),"
+                    " arguments[0].currentTime] : null", player)
+                if cur:
+                    seen.append(cur)
+                time.sleep(0.05)
+                if driver.execute_script("return document.body.dataset.done === '1'"):
+                    return
+
+        sample(120)
         WebDriverWait(driver, 120).until(
             lambda d: d.execute_script("return document.body.dataset.done === '1'"))
         # Playback may wait for later sentences on a slow machine: measure
         # the clock once everything has arrived.
         t0 = driver.execute_script("return arguments[0].currentTime", player)
-        time.sleep(1.0)
+        end = time.time() + 1.0
+        while time.time() < end:
+            cur = driver.execute_script(
+                "const s = document.querySelector('#words span.current');"
+                "return s ? [s.textContent, Number(s.dataset.start), Number(s.dataset.end),"
+                " arguments[0].currentTime] : null", player)
+            if cur:
+                seen.append(cur)
+            time.sleep(0.05)
         t1 = driver.execute_script("return arguments[0].currentTime", player)
         WebDriverWait(driver, 30).until(
             lambda d: d.execute_script("return arguments[0].ended", player))
@@ -67,6 +93,9 @@ def main() -> None:
                 "const b = arguments[0].buffered; return Array.from({length: b.length}, (_, i) => [b.start(i), b.end(i)])",
                 player),
             "ready_state": driver.execute_script("return arguments[0].readyState", player),
+            "words": [s.text for s in driver.find_elements(By.CSS_SELECTOR, "#words span")],
+            "highlighted": int(driver.execute_script("return document.body.dataset.highlighted || '0'")),
+            "seen": seen,
         }
         print(json.dumps(report))
     finally:

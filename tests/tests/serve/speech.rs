@@ -559,6 +559,40 @@ async fn the_web_page_plays_streamed_speech_in_headless_chromium() {
         "two sentences of audio: {r}"
     );
     assert!(r["status"].as_str().unwrap().starts_with("done"), "{r}");
+    assert_eq!(r["buffered"][0][0], 0.0, "{r}");
+    // Every word is on the page, and the one being heard is highlighted:
+    // several in turn, each while the audio clock is inside its times.
+    let words: Vec<&str> = r["words"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        words,
+        [
+            "Good", "morning", "The", "page", "streams", "this", "answer", "as", "it", "is",
+            "spoken"
+        ]
+    );
+    assert!(
+        r["highlighted"].as_u64().unwrap() >= 3,
+        "words highlighted in turn: {r}"
+    );
+    let seen = r["seen"].as_array().unwrap();
+    assert!(
+        seen.len() >= 5,
+        "a word was highlighted while it played: {r}"
+    );
+    for s in seen {
+        let (start, end) = (s[1].as_f64().unwrap(), s[2].as_f64().unwrap());
+        // The audio starts at 0 in the element here (buffered from 0, above).
+        let clock = s[3].as_f64().unwrap();
+        assert!(
+            end > start && clock > start - 0.1 && clock < end + 0.1,
+            "the word highlighted is the one heard: {s}"
+        );
+    }
     // The page's request reached the speech route with the voice picked.
     let (_, metrics) = http_get(server.addr, "/metrics").await;
     assert_eq!(metric(&metrics, "voxlane_speech_requests_total"), 1);
