@@ -319,6 +319,16 @@ async fn busy_beyond_the_queue_and_a_client_that_leaves_cancels() {
     );
     assert_eq!(metric(&metrics, "voxlane_speech_refused_total"), 1);
     assert_eq!(metric(&metrics, "voxlane_speech_queue_depth"), 0);
+    // Responses by status: the streamed answer's 200 and the refusal's 503.
+    assert_eq!(
+        metric(&metrics, "voxlane_speech_responses_total{status=\"200\"}"),
+        1,
+        "{metrics}"
+    );
+    assert_eq!(
+        metric(&metrics, "voxlane_speech_responses_total{status=\"503\"}"),
+        1
+    );
 
     // The freed slot serves the next request whole.
     let (mut s, head, mut body) = post(server.addr, short).await;

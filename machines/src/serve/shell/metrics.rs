@@ -23,6 +23,36 @@ impl Counter {
     }
 }
 
+/// Counts by one label's value (`name{label="value"} n`), e.g. responses by status.
+#[derive(Debug, Clone)]
+pub struct LabelledCounter {
+    label: &'static str,
+    counts: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
+}
+
+impl LabelledCounter {
+    /// Adds one under `value`.
+    pub fn inc(&self, value: &str) {
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        *counts.entry(value.to_string()).or_insert(0) += 1;
+    }
+    /// The count under `value`.
+    pub fn get(&self, value: &str) -> u64 {
+        let counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        counts.get(value).copied().unwrap_or(0)
+    }
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        use std::fmt::Write;
+        let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} counter\n");
+        let counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        for (value, n) in counts.iter() {
+            // Label values are status codes and names: escape as Prometheus asks anyway.
+            let value = value.replace('\\', "\\\\").replace('"', "\\\"");
+            let _ = writeln!(out, "{name}{{{}=\"{value}\"}} {n}", self.label);
+        }
+    }
+}
+
 /// A value that goes up and down.
 #[derive(Debug, Clone, Default)]
 pub struct Gauge(Arc<AtomicI64>);
@@ -116,6 +146,11 @@ enum Entry {
         help: &'static str,
         value: Histogram,
     },
+    Labelled {
+        name: &'static str,
+        help: &'static str,
+        value: LabelledCounter,
+    },
 }
 
 /// The server's metrics, in registration order.
@@ -161,6 +196,33 @@ impl Metrics {
         }
         let value = Gauge::default();
         entries.push(Entry::Gauge {
+            name,
+            help,
+            value: value.clone(),
+        });
+        value
+    }
+
+    /// Registers a counter by `label` (or returns the one already named `name`).
+    pub fn labelled_counter(
+        &self,
+        name: &'static str,
+        help: &'static str,
+        label: &'static str,
+    ) -> LabelledCounter {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        for e in entries.iter() {
+            if let Entry::Labelled { name: n, value, .. } = e {
+                if *n == name {
+                    return value.clone();
+                }
+            }
+        }
+        let value = LabelledCounter {
+            label,
+            counts: Arc::default(),
+        };
+        entries.push(Entry::Labelled {
             name,
             help,
             value: value.clone(),
@@ -214,6 +276,10 @@ impl Metrics {
                     )
                 }
                 Entry::Histogram { name, help, value } => {
+                    value.render(&mut out, name, help);
+                    Ok(())
+                }
+                Entry::Labelled { name, help, value } => {
                     value.render(&mut out, name, help);
                     Ok(())
                 }

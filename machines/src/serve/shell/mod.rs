@@ -12,7 +12,7 @@ pub mod shutdown;
 
 pub use errors::{ApiError, ServeError};
 pub use limits::{Busy, StreamLimit, StreamPermit};
-pub use metrics::{Counter, Gauge, Histogram, Metrics};
+pub use metrics::{Counter, Gauge, Histogram, LabelledCounter, Metrics};
 pub use shutdown::{shutdown_signal, Shutdown};
 
 use axum::extract::DefaultBodyLimit;

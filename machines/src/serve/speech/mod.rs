@@ -16,7 +16,9 @@ pub use formats::{AudioEncoder, AudioFormat};
 pub use request::{parse_request, RequestError, SpeechRequest};
 
 use crate::cli::synth::word_json;
-use crate::serve::shell::{ApiError, Counter, Gauge, Histogram, ShellState, StreamPermit};
+use crate::serve::shell::{
+    ApiError, Counter, Gauge, Histogram, LabelledCounter, ShellState, StreamPermit,
+};
 use crate::tts::{SynthOptions, TtsError, WordTime};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -36,6 +38,7 @@ struct SpeechState {
     engine: Arc<SpeechEngine>,
     shell: ShellState,
     requests: Counter,
+    responses: LabelledCounter,
     refused: Counter,
     failed: Counter,
     audio_ms: Counter,
@@ -56,6 +59,11 @@ pub fn routes(engine: Arc<SpeechEngine>, shell: &ShellState) -> Router {
         engine,
         shell: shell.clone(),
         requests: m.counter("voxlane_speech_requests_total", "Speech requests admitted."),
+        responses: m.labelled_counter(
+            "voxlane_speech_responses_total",
+            "Speech responses by HTTP status (a stream counts when its status is sent).",
+            "status",
+        ),
         refused: m.counter(
             "voxlane_speech_refused_total",
             "Speech requests refused before synthesis (bad request, busy).",
@@ -141,6 +149,12 @@ fn timed_line(bytes: &[u8], words: &[WordTime]) -> Vec<u8> {
 }
 
 async fn answer(state: &Arc<SpeechState>, body: &[u8], timed: bool) -> Response {
+    let response = respond(state, body, timed).await;
+    state.responses.inc(response.status().as_str());
+    response
+}
+
+async fn respond(state: &Arc<SpeechState>, body: &[u8], timed: bool) -> Response {
     match start(state, body, timed).await {
         Ok(response) => response,
         Err(e) => {
