@@ -70,6 +70,9 @@ pub struct ServeArgs {
     /// Speech: requests that may wait for a synthesis slot; beyond, 503 at once.
     #[arg(long, value_name = "Q", default_value_t = 4)]
     pub queue: usize,
+    /// Speech: the longest `input` in characters (1 to 100000); longer gets a 413.
+    #[arg(long, value_name = "N", default_value_t = crate::serve::speech::request::MAX_INPUT_CHARS)]
+    pub max_input_chars: usize,
     /// Speech: the Kokoro model file (default: the cached one, fetched on first use).
     #[arg(long)]
     pub model: Option<PathBuf>,
@@ -170,6 +173,13 @@ pub fn validate(a: &ServeArgs) -> Result<ServePlan, CliError> {
         Some(k) => k,
         None => SpeechEngineConfig::for_threads(threads).workers,
     };
+    let max_chars = crate::serve::speech::request::MAX_INPUT_CHARS;
+    if !(1..=max_chars).contains(&a.max_input_chars) {
+        return Err(CliError::Usage(format!(
+            "--max-input-chars {} is outside 1 to {max_chars}",
+            a.max_input_chars
+        )));
+    }
     for (what, p) in [("model", &a.model), ("voices", &a.voices)] {
         if let Some(p) = p.as_ref().filter(|p| !p.is_file()) {
             return Err(CliError::MissingFile {
@@ -185,6 +195,7 @@ pub fn validate(a: &ServeArgs) -> Result<ServePlan, CliError> {
             workers,
             threads,
             pin: a.pin,
+            max_input_chars: a.max_input_chars,
         },
         queue: a.queue,
         addr: listen_addr(&a.host, a.port.unwrap_or(8880))?,

@@ -42,6 +42,7 @@ async fn start(workers: usize, queue: usize) -> (Running, Arc<SpeechEngine>) {
                 workers,
                 threads: workers,
                 pin: false,
+                max_input_chars: 4_000,
             },
         )
         .expect("Kokoro loads"),
@@ -378,6 +379,15 @@ async fn busy_beyond_the_queue_and_a_client_that_leaves_cancels() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_bodies_get_json_400s() {
     let (server, _engine) = start(1, 1).await;
+    // Over the server's --max-input-chars (4000 here): a 413 naming `input`.
+    let long = format!(r#"{{"model":"kokoro","input":"{}"}}"#, "a".repeat(4_001));
+    let (mut s, head, mut rest) = post(server.addr, &long).await;
+    assert!(head.starts_with("HTTP/1.1 413"), "{head}");
+    let _ = tokio::time::timeout(Duration::from_secs(2), s.read_to_end(&mut rest)).await;
+    let err: serde_json::Value = serde_json::from_slice(&rest).unwrap();
+    assert_eq!(err["error"]["code"], "input_too_long");
+    assert_eq!(err["error"]["param"], "input");
+    assert!(err["error"]["message"].as_str().unwrap().contains("4000"));
     for (body, code) in [
         ("{not json", "invalid_json"),
         (r#"{"model":"kokoro"}"#, "missing_field"),
@@ -460,6 +470,8 @@ fn the_cli_checks_speech_flags_before_loading() {
     assert!(err(&["--model", "/nonexistent.onnx"]).contains("does not exist"));
     assert!(err(&["--duplex", "--model", "m.onnx"]).contains("speech routes"));
     assert!(err(&["--host", "no such host!"]).contains("--host"));
+    assert!(err(&["--max-input-chars", "0"]).contains("--max-input-chars"));
+    assert!(err(&["--max-input-chars", "100001"]).contains("1 to 100000"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -26,7 +26,7 @@ pub enum ServeError {
     Runtime(std::io::Error),
 }
 
-/// An HTTP error answered as `{"error": {"message", "type", "code"}}`
+/// An HTTP error answered as `{"error": {"message", "type", "param", "code"}}`
 /// (OpenAI's shape, so the speech routes can share it).
 #[derive(Debug, Clone)]
 pub struct ApiError {
@@ -36,6 +36,8 @@ pub struct ApiError {
     pub code: &'static str,
     /// What went wrong, for a person.
     pub message: String,
+    /// The request field at fault (OpenAI's `param`), if one is.
+    pub param: Option<&'static str>,
 }
 
 impl ApiError {
@@ -45,7 +47,14 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            param: None,
         }
+    }
+
+    /// The same error, naming the request field at fault.
+    pub fn with_param(mut self, param: Option<&'static str>) -> Self {
+        self.param = param;
+        self
     }
 
     /// The JSON body.
@@ -55,7 +64,9 @@ impl ApiError {
         } else {
             "server_error"
         };
-        serde_json::json!({ "error": { "message": self.message, "type": kind, "code": self.code } })
+        serde_json::json!({
+            "error": { "message": self.message, "type": kind, "param": self.param, "code": self.code }
+        })
     }
 }
 

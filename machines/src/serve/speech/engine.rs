@@ -41,6 +41,8 @@ pub struct SpeechEngineConfig {
     pub threads: usize,
     /// Pin each lane to its own core.
     pub pin: bool,
+    /// The longest `input` a request may carry, in characters (a 413 beyond).
+    pub max_input_chars: usize,
 }
 
 impl SpeechEngineConfig {
@@ -52,6 +54,7 @@ impl SpeechEngineConfig {
             workers: (threads / 2).max(1),
             threads,
             pin: false,
+            max_input_chars: super::request::MAX_INPUT_CHARS,
         }
     }
 

@@ -13,7 +13,7 @@ pub mod voices;
 
 pub use engine::{Audio, Chunk, EngineStopped, SpeechEngine, SpeechEngineConfig};
 pub use formats::{AudioEncoder, AudioFormat};
-pub use request::{parse_request, RequestError, SpeechRequest};
+pub use request::{parse_request, parse_request_limited, RequestError, SpeechRequest};
 
 use crate::cli::synth::word_json;
 use crate::serve::shell::{
@@ -112,7 +112,7 @@ fn tts_error(e: &TtsError) -> ApiError {
     match e {
         TtsError::EmptyText => bad_request("empty_input", e.to_string()),
         TtsError::Speed(_) => bad_request("invalid_speed", e.to_string()),
-        TtsError::Voice(_) => bad_request("invalid_voice", e.to_string()),
+        TtsError::Voice(_) => bad_request("invalid_voice", e.to_string()).with_param(Some("voice")),
         TtsError::Text(_) | TtsError::Frontend(_) => bad_request("invalid_input", e.to_string()),
         _ => ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -173,12 +173,18 @@ async fn respond(state: &Arc<SpeechState>, body: &[u8], timed: bool) -> Response
 }
 
 async fn start(state: &Arc<SpeechState>, body: &[u8], timed: bool) -> Result<Response, ApiError> {
-    let req =
-        parse_request(body, DEFAULT_VOICE).map_err(|e| bad_request(e.code(), e.to_string()))?;
+    let req = parse_request_limited(body, DEFAULT_VOICE, state.engine.config().max_input_chars)
+        .map_err(|e| {
+            let status = match e {
+                RequestError::InputTooLong { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            ApiError::new(status, e.code(), e.to_string()).with_param(e.param())
+        })?;
     let voice = state
         .engine
         .resolve_voice(&req.voice)
-        .map_err(|e| bad_request("invalid_voice", e))?;
+        .map_err(|e| bad_request("invalid_voice", e).with_param(Some("voice")))?;
     if state.shell.shutdown.is_triggered() {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -10,7 +10,8 @@ use serde_json::Value;
 pub const MODELS: [&str; 3] = ["kokoro", "tts-1", "tts-1-hd"];
 /// Slowest and fastest `speed`.
 pub const SPEED_RANGE: std::ops::RangeInclusive<f64> = 0.5..=2.0;
-/// The longest `input`, in characters (long text is chunked, not cut).
+/// The longest `input`, in characters, by default and at most (long text is
+/// chunked, not cut; the Kokoro text stage takes up to this many at once).
 pub const MAX_INPUT_CHARS: usize = 100_000;
 
 /// A checked speech request.
@@ -59,9 +60,14 @@ pub enum RequestError {
     /// `input` is empty or blank.
     #[error("`input` is empty")]
     EmptyInput,
-    /// `input` is longer than [`MAX_INPUT_CHARS`].
-    #[error("`input` has {0} characters; at most 100000 are accepted")]
-    InputTooLong(usize),
+    /// `input` is longer than the server's limit (an HTTP 413).
+    #[error("`input` has {chars} characters; at most {max} are accepted")]
+    InputTooLong {
+        /// Characters sent.
+        chars: usize,
+        /// The limit (`--max-input-chars`).
+        max: usize,
+    },
 }
 
 impl RequestError {
@@ -75,7 +81,19 @@ impl RequestError {
             Self::Format(_) => "invalid_response_format",
             Self::Speed(_) => "invalid_speed",
             Self::EmptyInput => "empty_input",
-            Self::InputTooLong(_) => "input_too_long",
+            Self::InputTooLong { .. } => "input_too_long",
+        }
+    }
+
+    /// The request field at fault (OpenAI's `param`), if one is.
+    pub fn param(&self) -> Option<&'static str> {
+        match self {
+            Self::Json(_) => None,
+            Self::Missing(f) | Self::Type { field: f, .. } => Some(f),
+            Self::Model(_) => Some("model"),
+            Self::Format(_) => Some("response_format"),
+            Self::Speed(_) => Some("speed"),
+            Self::EmptyInput | Self::InputTooLong { .. } => Some("input"),
         }
     }
 }
@@ -91,8 +109,17 @@ fn string<'a>(body: &'a Value, field: &'static str) -> Result<Option<&'a str>, R
     }
 }
 
-/// Parses and checks a request body.
+/// Parses and checks a request body ([`MAX_INPUT_CHARS`] at most).
 pub fn parse_request(bytes: &[u8], default_voice: &str) -> Result<SpeechRequest, RequestError> {
+    parse_request_limited(bytes, default_voice, MAX_INPUT_CHARS)
+}
+
+/// Parses and checks a request body whose `input` may have `max_chars` characters.
+pub fn parse_request_limited(
+    bytes: &[u8],
+    default_voice: &str,
+    max_chars: usize,
+) -> Result<SpeechRequest, RequestError> {
     let body: Value =
         serde_json::from_slice(bytes).map_err(|e| RequestError::Json(e.to_string()))?;
     if !body.is_object() {
@@ -107,8 +134,11 @@ pub fn parse_request(bytes: &[u8], default_voice: &str) -> Result<SpeechRequest,
         return Err(RequestError::EmptyInput);
     }
     let chars = input.chars().count();
-    if chars > MAX_INPUT_CHARS {
-        return Err(RequestError::InputTooLong(chars));
+    if chars > max_chars {
+        return Err(RequestError::InputTooLong {
+            chars,
+            max: max_chars,
+        });
     }
     let voice = string(&body, "voice")?.unwrap_or(default_voice);
     let format = match string(&body, "response_format")? {
