@@ -1101,6 +1101,7 @@ fn tts_event(i: usize, foreign: &std::path::Path) -> tts::Event<'static> {
             voice,
             speed,
             early: false,
+            words: false,
         })
     };
     match i {
@@ -1125,6 +1126,7 @@ fn tts_event(i: usize, foreign: &std::path::Path) -> tts::Event<'static> {
             voice: "jf_alpha",
             speed: 1.0,
             early: true,
+            words: true,
         }),
         17 => tts::Event::WindowDone(0),
         _ => tts::Event::CaptureDiagnostics,

@@ -246,6 +246,15 @@ mod tests {
             r#"{{"model":"kokoro","input":"{}"}}"#,
             "a".repeat(MAX_INPUT_CHARS + 1)
         );
-        assert_eq!(parse(&long), Err(InputTooLong(MAX_INPUT_CHARS + 1)));
+        let too_long = InputTooLong {
+            chars: MAX_INPUT_CHARS + 1,
+            max: MAX_INPUT_CHARS,
+        };
+        assert_eq!(too_long.param(), Some("input"));
+        assert_eq!(parse(&long), Err(too_long));
+        assert_eq!(
+            parse_request_limited(br#"{"model":"kokoro","input":"abcd"}"#, "jf_alpha", 3),
+            Err(InputTooLong { chars: 4, max: 3 })
+        );
     }
 }
