@@ -29,8 +29,3 @@ pub mod tts;
 
 #[cfg(feature = "serve")]
 pub mod serve;
-
-/// The README's Rust snippets, compiled as doc tests so they stay true.
-#[doc = include_str!("../../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;

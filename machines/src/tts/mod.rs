@@ -28,10 +28,15 @@
 //!     voice: "jf_alpha:0.7,jm_kumo:0.3".into(),
 //!     speed: 1.0,
 //!     early_first_audio: true,                          // first 0.4 s as soon as it is ready
-//!     ..SynthOptions::default()                         // timestamps: false
+//!     timestamps: true,                                 // synthesis.words() after each chunk
 //! };
-//! for chunk in tts.synthesize("Hello there. How are you?", &opts)? {
-//!     let pcm: Vec<f32> = chunk?;                       // play or write it
+//! let mut synthesis = tts.synthesize("Hello there. How are you?", &opts)?;
+//! while let Some(chunk) = synthesis.next_chunk() {
+//!     let pcm: &[f32] = chunk?;                         // play or write it
+//!     println!("{} samples", pcm.len());
+//!     for w in synthesis.words() {                      // its words, seconds from the start
+//!         println!("{} {:.2}-{:.2}", w.word, w.start, w.end);
+//!     }
 //! }
 //! # Ok(())
 //! # }
