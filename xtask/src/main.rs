@@ -14,7 +14,10 @@ tasks:
   fetch-models         download the Kokoro int8 model, vocab and voices into
                        $VOXLANE_HOME (default ~/.cache/voxlane)
   bench kernels [--json FILE] [--md FILE] [--threads 1,2] [--quick]
-                       kernel speed beside a reference measured in the same run";
+                       kernel speed beside a reference measured in the same run
+  bench mimi|kokoro|moshi|converse   model stages beside onnxruntime/PyTorch
+  bench serve [--long-words N]       `voxlane serve` under load: first chunk,
+                       throughput, beside Kokoro-FastAPI and onnxruntime";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -8,6 +8,7 @@ mod codec;
 mod debug;
 mod duplex_e2e;
 mod duplex_protocol;
+mod load;
 mod python_client;
 mod query;
 mod shell;

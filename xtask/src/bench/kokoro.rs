@@ -29,22 +29,22 @@ const LONG: &str = "The old lighthouse stood at the edge of the cliff, watching 
     fishing boats safely home. When the storm finally passed, the keeper climbed the narrow \
     stairs and opened the window to breathe the cold, clean air.";
 /// Ten words: the first-audio sentence.
-const SHORT: &str = "Please call Stella and ask her to bring these things.";
+pub(super) const SHORT: &str = "Please call Stella and ask her to bring these things.";
 /// The voice every run uses.
-const VOICE: &str = "jf_alpha";
+pub(super) const VOICE: &str = "jf_alpha";
 /// The issue's targets.
 const TARGET_SPEEDUP: f64 = 3.0;
 const TARGET_FIRST_MS: f64 = 150.0;
 const TARGET_RSS_MB: f64 = 400.0;
 /// The onnxruntime reference script.
-const ORT_SCRIPT: &str = include_str!("kokoro_ort.py");
+pub(super) const ORT_SCRIPT: &str = include_str!("kokoro_ort.py");
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
 /// Chunks and their style rows for one text.
-fn prepare(
+pub(super) fn prepare(
     frontend: &Frontend,
     pack: &VoicePack,
     text: &str,
@@ -194,7 +194,7 @@ fn side(v: &Value) -> Result<Side, String> {
     })
 }
 
-fn run_json(cmd: &mut Command, what: &str) -> Result<Value, String> {
+pub(super) fn run_json(cmd: &mut Command, what: &str) -> Result<Value, String> {
     let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
     if !out.status.success() {
         return Err(format!(
@@ -207,7 +207,7 @@ fn run_json(cmd: &mut Command, what: &str) -> Result<Value, String> {
     serde_json::from_str(line).map_err(|e| format!("{what} output `{line}`: {e}"))
 }
 
-fn have_onnxruntime() -> bool {
+pub(super) fn have_onnxruntime() -> bool {
     Command::new("python3")
         .args(["-c", "import onnxruntime, numpy"])
         .output()

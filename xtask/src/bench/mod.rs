@@ -1,5 +1,6 @@
 //! `cargo xtask bench <target> [--json FILE] [--md FILE] [--quick] [--threads 1,2]`;
-//! targets `kernels`, `mimi [--model F --config C]`, `kokoro`, `moshi`, `converse`.
+//! targets `kernels`, `mimi [--model F --config C]`, `kokoro`, `moshi`, `converse`,
+//! `serve [--long-words N]`.
 //!
 //! Benchmarks measure speed against a reference measured in the same run on
 //! the same machine, and report ratios; they never assert timings.
@@ -12,6 +13,7 @@ mod mimi;
 mod moshi;
 mod report;
 mod rss;
+mod serve;
 mod timing;
 
 /// Options shared by every bench target.
@@ -60,7 +62,7 @@ fn parse(args: &[String]) -> Result<(String, BenchOptions), String> {
         }
     }
     Ok((
-        target.ok_or("bench needs a target: kernels, mimi, kokoro, moshi, converse")?,
+        target.ok_or("bench needs a target: kernels, mimi, kokoro, moshi, converse, serve")?,
         opts,
     ))
 }
@@ -72,13 +74,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("kokoro-child") => return kokoro::child(&args[1..]),
         Some("moshi-child") => return moshi::child(&args[1..]),
         Some("converse-child") => return converse::child(&args[1..]),
+        Some("serve-child") => return serve::child(&args[1..]),
         _ => {}
     }
     // Target-specific options (model files) pass through to the target.
     let (mut common, mut extra) = (Vec::new(), Vec::new());
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        if a == "--model" || a == "--config" {
+        if a == "--model" || a == "--config" || a == "--long-words" {
             extra.push(a.clone());
             extra.extend(it.next().cloned());
         } else {
@@ -95,9 +98,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "kokoro" => return kokoro::run(&opts),
         "moshi" => return moshi::run(&opts),
         "converse" => return converse::run(&opts),
+        "serve" => return serve::run(&opts, &extra),
         other => {
             return Err(format!(
-                "unknown bench target `{other}` (available: kernels, mimi, kokoro, moshi, converse)"
+                "unknown bench target `{other}` (available: kernels, mimi, kokoro, moshi, converse, serve)"
             ))
         }
     };
