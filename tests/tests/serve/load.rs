@@ -1,6 +1,6 @@
 //! `voxlane serve` under load, as a process of its own (this test binary
 //! re-executed into the CLI's `serve`, real Kokoro model): 200 requests at
-//! concurrency 8 (a client waits 250 ms after a 503) from a third process (`tests/python/speech_load.py`, Python's
+//! concurrency 8 (a client waits the 1 s `Retry-After` after a 503) from a third process (`tests/python/speech_load.py`, Python's
 //! HTTP client) against `--max-concurrency 2 --queue 2` get only 200s and
 //! immediate 503s, no dropped connection, every 200 the same whole audio, and
 //! the server's memory does not grow with the requests; a 5,000-word input
@@ -147,7 +147,7 @@ fn load_from_a_second_process() {
             "--concurrency",
             "8",
             "--backoff-ms",
-            "250",
+            "1000",
         ],
     );
     eprintln!("load: {r}");
@@ -162,9 +162,11 @@ fn load_from_a_second_process() {
         statuses.get("503").and_then(|v| v.as_u64()).unwrap_or(0),
     );
     assert_eq!(ok + busy, 200);
-    // Eight clients (each waiting 250 ms after a 503) against two workers
-    // and two waiting places: both happen, and enough 200s for percentiles.
-    assert!(ok >= 10 && busy >= 4, "{r}");
+    // Eight clients (each honouring the 1 s Retry-After) against two
+    // workers and two waiting places: both happen. How many 200s fit in the
+    // run depends on the machine's speed and what else runs on it (the other
+    // tests of this binary run beside this one), so only a few are required.
+    assert!(ok >= 4 && busy >= 4, "{r}");
     assert_eq!(r["retry_after"], serde_json::json!(["1"]), "{r}");
     // Every 200 is the whole sentence, the same bytes each time.
     let sizes = r["ok_sizes"].as_array().unwrap();
