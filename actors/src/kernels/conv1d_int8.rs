@@ -186,7 +186,11 @@ pub fn conv1d_int8_reference(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum IntRoute {
     Scalar,
+    /// `vpmaddwd` on i16-widened inputs and [`Tiles::Wide`] weights.
     Avx2,
+    /// AVX-VNNI: `vpdpbusd` on 256-bit registers, [`Tiles::Vector`] weights.
+    AvxVnni,
+    /// AVX-512 VNNI.
     Vnni,
 }
 
@@ -209,6 +213,7 @@ fn amx_slack(tiles: Tiles, cbs: usize, cb_stride: usize) -> usize {
 fn int_route(level: SimdLevel) -> IntRoute {
     match level.min(simd_level()) {
         SimdLevel::Avx512 if cpu::features().avx512_vnni => IntRoute::Vnni,
+        SimdLevel::Avx512 | SimdLevel::Avx2 if cpu::features().avx_vnni => IntRoute::AvxVnni,
         // Without VNNI, AVX-512 machines use the exact AVX2 widening route.
         SimdLevel::Avx512 | SimdLevel::Avx2 => IntRoute::Avx2,
         SimdLevel::Scalar => IntRoute::Scalar,
@@ -1254,7 +1259,9 @@ fn finish(
         },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
-        IntRoute::Avx2 => unsafe { x86::finish_avx2(conv, co, acc, base, window, sink, t_out, t) },
+        IntRoute::Avx2 | IntRoute::AvxVnni => unsafe {
+            x86::finish_avx2(conv, co, acc, base, window, sink, t_out, t)
+        },
         _ => conv.finish_row(co, acc, base, window, sink, t_out, t),
     }
 }
@@ -1287,6 +1294,20 @@ fn tile(
                 3 => x86::tile_vnni::<3>(xp, w.as_ptr(), cbs, cb_stride, tap_off, acc),
                 _ => x86::tile_vnni::<4>(xp, w.as_ptr(), cbs, cb_stride, tap_off, acc),
             }
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX-VNNI was detected; reads as above (two 8-frame vectors
+        // per 16-frame step).
+        IntRoute::AvxVnni => unsafe {
+            x86::tile_avx_vnni(
+                x.as_ptr().add(4 * t),
+                w.as_ptr(),
+                cbs,
+                cb_stride,
+                tap_off,
+                n,
+                acc,
+            )
         },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2 was detected; reads as above (8-frame vectors ≤ 16-frame ones).
@@ -1354,7 +1375,7 @@ fn quantize_into(
 fn quant_level(route: IntRoute) -> SimdLevel {
     match route {
         IntRoute::Vnni => SimdLevel::Avx512,
-        IntRoute::Avx2 => SimdLevel::Avx2,
+        IntRoute::Avx2 | IntRoute::AvxVnni => SimdLevel::Avx2,
         IntRoute::Scalar => SimdLevel::Scalar,
     }
 }
@@ -1452,6 +1473,51 @@ mod x86 {
             for (j, v) in ar.iter().enumerate() {
                 _mm512_storeu_si512(row.as_mut_ptr().add(16 * j) as *mut _, *v);
             }
+        }
+    }
+
+    /// `MR × n` frames (16 at a time: two 8-frame vectors) on AVX-VNNI's
+    /// 256-bit `vpdpbusd`, [`Tiles::Vector`] weights; the VNNI route's sums.
+    ///
+    /// # Safety
+    /// Needs AVX2 + AVX-VNNI; reads as [`tile_vnni`] for `⌈n/16⌉` 16-frame vectors.
+    #[target_feature(enable = "avx2,avxvnni")]
+    pub(super) unsafe fn tile_avx_vnni(
+        x: *const u8,
+        w: *const i8,
+        cbs: usize,
+        cb_stride: usize,
+        tap_off: &[usize],
+        n: usize,
+        acc: &mut [[i32; TILE]; MR],
+    ) {
+        let mut t = 0;
+        while t < n {
+            // lo: frames t..t+8, hi: t+8..t+16 (one i32 lane per frame).
+            let mut lo = [_mm256_setzero_si256(); MR];
+            let mut hi = [_mm256_setzero_si256(); MR];
+            let mut wp = w;
+            for cb in 0..cbs {
+                let xc = x.wrapping_add(cb * cb_stride + 4 * t);
+                for &off in tap_off {
+                    let xr = xc.wrapping_add(off);
+                    let xl = _mm256_loadu_si256(xr as *const _);
+                    let xh = _mm256_loadu_si256(xr.wrapping_add(32) as *const _);
+                    #[allow(clippy::needless_range_loop)]
+                    for r in 0..MR {
+                        let w4 = (wp.wrapping_add(4 * r) as *const i32).read_unaligned();
+                        let wv = _mm256_set1_epi32(w4);
+                        lo[r] = _mm256_dpbusd_avx_epi32(lo[r], xl, wv);
+                        hi[r] = _mm256_dpbusd_avx_epi32(hi[r], xh, wv);
+                    }
+                    wp = wp.wrapping_add(4 * MR);
+                }
+            }
+            for r in 0..MR {
+                _mm256_storeu_si256(acc[r].as_mut_ptr().add(t) as *mut _, lo[r]);
+                _mm256_storeu_si256(acc[r].as_mut_ptr().add(t + 8) as *mut _, hi[r]);
+            }
+            t += 16;
         }
     }
 
@@ -1636,6 +1702,48 @@ mod tests {
 
     fn bits(v: &[f32]) -> Vec<u32> {
         v.iter().map(|x| x.to_bits()).collect()
+    }
+
+    /// The route each level takes on this CPU, checked against the reference
+    /// on sizes off every block (13 inputs, 7 outputs, 37 frames, stride 2).
+    fn route_matches_reference(level: SimdLevel, route: IntRoute, tiles: Tiles) {
+        let p = Conv1dParams::new(13, 7, 3)
+            .dilation(2)
+            .stride(2)
+            .padding(2, 1);
+        let t = 37;
+        let w = W::new(99, &p, true, true);
+        let xq: Vec<u8> = rnd(7, p.c_in * t).iter().map(|v| (v % 256) as u8).collect();
+        let want = conv_integer_reference(&p, w.w(), &w.zps, &xq, 131, t).unwrap();
+        let mut conv = Conv1dInt8::new(p, w.w(), &w.scales, &w.zps, None).unwrap();
+        conv.set_level(level);
+        assert_eq!(int_route(level), route);
+        assert!(matches!(conv.layout, Layout::Dense { tiles: tt, .. } if tt == tiles));
+        let pool = LanePool::new(2).unwrap();
+        let mut got = vec![i32::MIN; want.len()];
+        let mut ws = Conv1dInt8Workspace::new();
+        conv.conv_integer(&pool, &xq, 131, t, &mut got, &mut ws)
+            .unwrap();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn avx2_route_runs_on_wide_weights() {
+        let f = crate::kernels::cpu::features();
+        if !f.avx2_fma || f.avx_vnni {
+            eprintln!("skipped: the plain AVX2 route needs AVX2 without AVX-VNNI (VOXLANE_SIMD=avx2 on a VNNI CPU)");
+            return;
+        }
+        route_matches_reference(SimdLevel::Avx2, IntRoute::Avx2, Tiles::Wide);
+    }
+
+    #[test]
+    fn avx_vnni_route_matches_the_reference_where_the_cpu_has_it() {
+        if !crate::kernels::cpu::features().avx_vnni {
+            eprintln!("skipped: this CPU has no AVX-VNNI (or VOXLANE_SIMD caps it)");
+            return;
+        }
+        route_matches_reference(SimdLevel::Avx2, IntRoute::AvxVnni, Tiles::Vector);
     }
 
     proptest! {

@@ -4,9 +4,11 @@
 //! [`SimdLevel`] chosen at bind time) and never probe the CPU themselves. The
 //! microarchitecture levels come from pulp (`V3` = x86-64-v3: AVX2+FMA,
 //! `V4` = x86-64-v4: AVX-512 F/BW/CD/DQ/VL); the extensions pulp's levels do
-//! not cover (VNNI, BF16, FP16, F16C) from `is_x86_feature_detected!`; AMX
-//! from CPUID, XCR0 and Linux's tile-state permission. `VOXLANE_SIMD=scalar|avx2|avx512`
-//! caps the level (`avx512`: no AMX), so CI machines and tests can force every fallback.
+//! not cover (VNNI, AVX-VNNI, BF16, FP16, F16C) from `is_x86_feature_detected!`; AMX
+//! from CPUID, XCR0 and Linux's tile-state permission. `VOXLANE_SIMD=scalar|avx2|avxvnni|avx512`
+//! caps the level (`avx2`: plain AVX2+FMA, no AVX-VNNI; `avxvnni`: AVX2 plus
+//! AVX-VNNI where the CPU has it; `avx512`: no AMX), so CI machines and tests
+//! can force every fallback.
 
 use std::sync::OnceLock;
 
@@ -30,6 +32,8 @@ pub struct CpuFeatures {
     pub avx512: bool,
     /// AVX512_VNNI (`vpdpbusd`).
     pub avx512_vnni: bool,
+    /// AVX-VNNI (`vpdpbusd` on 256-bit registers: Alder Lake and later, Zen 5).
+    pub avx_vnni: bool,
     /// AVX512_BF16 (`vdpbf16ps`).
     pub avx512_bf16: bool,
     /// AVX512_FP16.
@@ -52,6 +56,7 @@ impl CpuFeatures {
                 avx2_fma: pulp::x86::V3::try_new().is_some(),
                 avx512: pulp::x86::V4::try_new().is_some(),
                 avx512_vnni: is_x86_feature_detected!("avx512vnni"),
+                avx_vnni: is_x86_feature_detected!("avxvnni"),
                 avx512_bf16: is_x86_feature_detected!("avx512bf16"),
                 avx512_fp16: is_x86_feature_detected!("avx512fp16"),
                 f16c: is_x86_feature_detected!("f16c"),
@@ -84,13 +89,14 @@ pub fn features() -> &'static CpuFeatures {
         let mut f = CpuFeatures::detect();
         match std::env::var("VOXLANE_SIMD").as_deref() {
             Ok("scalar") => f = CpuFeatures::default(),
-            Ok("avx2") => {
+            Ok(cap @ ("avx2" | "avxvnni")) => {
                 f.avx512 = false;
                 f.avx512_vnni = false;
                 f.avx512_bf16 = false;
                 f.avx512_fp16 = false;
                 f.amx_int8 = false;
                 f.amx_bf16 = false;
+                f.avx_vnni &= cap == "avxvnni";
             }
             Ok("avx512") => {
                 f.amx_int8 = false;
