@@ -275,17 +275,13 @@ impl Tiles {
         }
     }
 
-    /// Pack weights `at(co, ci, tap)` (i8 values) for these tiles, the
-    /// padding (outputs past a block, inputs past a 4-group) zero.
-    fn pack(
-        self,
-        p: &Conv1dParams,
-        cbs: usize,
-        at: impl Fn(usize, usize, usize) -> i32,
-    ) -> Vec<i8> {
+    /// Pack weights `src` (`[c_out][c_in/groups][k]`, shifted i8) for these
+    /// tiles, the padding (outputs past a block, inputs past a 4-group) zero.
+    fn pack(self, p: &Conv1dParams, cbs: usize, src: &[i8]) -> Vec<i8> {
         let (cig, cog, k) = (p.c_in / p.groups, p.c_out / p.groups, p.kernel);
+        let at = |co: usize, ci: usize, tap: usize| src[(co * cig + ci) * k + tap] as i32;
+        let mut out = vec![0i8; self.len(p.groups, cog, cbs, k)];
         if self == Tiles::Amx {
-            let mut out = vec![0i8; self.len(p.groups, cog, cbs, k)];
             for g in 0..p.groups {
                 for o in 0..cog {
                     for ci in 0..cig {
@@ -298,8 +294,10 @@ impl Tiles {
             }
             return out;
         }
-        // Vector and Wide: written in storage order (a model's load time).
-        let mut out = Vec::with_capacity(self.len(p.groups, cog, cbs, k));
+        // Vector and Wide: written in storage order, padding left zero (a
+        // model's load time).
+        let width = self.width();
+        let mut i = 0;
         for g in 0..p.groups {
             for b in 0..cog.div_ceil(MR) {
                 for cb in 0..cbs {
@@ -307,24 +305,17 @@ impl Tiles {
                         for r in 0..MR {
                             let o = b * MR + r;
                             for ci in 4 * cb..4 * cb + 4 {
-                                let v = if o < cog && ci < cig {
-                                    at(g * cog + o, ci, tap)
-                                } else {
-                                    0
-                                };
-                                match self {
-                                    Tiles::Wide => {
-                                        out.extend((v as i16).to_le_bytes().map(|b| b as i8))
-                                    }
-                                    _ => out.push(v as i8),
+                                if o < cog && ci < cig {
+                                    self.put(&mut out, i, at(g * cog + o, ci, tap));
                                 }
+                                i += width;
                             }
                         }
                     }
                 }
             }
         }
-        debug_assert_eq!(out.len(), self.len(p.groups, cog, cbs, k));
+        debug_assert_eq!(i, out.len());
         out
     }
 
@@ -528,13 +519,15 @@ impl Conv1dInt8 {
             Layout::Depthwise { centered }
         } else {
             let tiles = Tiles::for_route(simd_level(), true);
-            // In range by construction: i8 as is, u8 − 128.
-            let packed = tiles.pack(p, cbs, at);
-            let wsum = (0..p.c_out)
-                .map(|co| {
-                    let row = (0..cig).flat_map(|ci| (0..k).map(move |tap| (ci, tap)));
-                    row.fold(0i32, |s, (ci, tap)| s.wrapping_add(at(co, ci, tap)))
-                })
+            // In range by construction: i8 as is, u8 − 128 (one pass, in order).
+            let src: Vec<i8> = match weights {
+                IntWeights::I8(d) => d.to_vec(),
+                IntWeights::U8(d) => d.iter().map(|&v| (v as i32 - 128) as i8).collect(),
+            };
+            let packed = tiles.pack(p, cbs, &src);
+            let wsum = src
+                .chunks_exact(cig * k)
+                .map(|row| row.iter().fold(0i32, |s, &v| s.wrapping_add(v as i32)))
                 .collect();
             Layout::Dense {
                 packed,
@@ -598,11 +591,13 @@ impl Conv1dInt8 {
             if *tiles == want {
                 return;
             }
-            let old = *tiles;
-            let at = |co: usize, ci: usize, tap: usize| {
-                old.get(packed, old.index(co / cog, co % cog, ci, tap, cog, cbs, k))
-            };
-            *packed = want.pack(&p, cbs, at);
+            let (old, cig) = (*tiles, p.c_in / p.groups);
+            let mut src = vec![0i8; p.c_out * cig * k];
+            for (i, v) in src.iter_mut().enumerate() {
+                let (co, ci, tap) = (i / (cig * k), i / k % cig, i % k);
+                *v = old.get(packed, old.index(co / cog, co % cog, ci, tap, cog, cbs, k)) as i8;
+            }
+            *packed = want.pack(&p, cbs, &src);
             *tiles = want;
         }
     }
