@@ -178,6 +178,22 @@ pub fn simd_level() -> SimdLevel {
     features().best_level()
 }
 
+/// The default route in words, for bench reports: the level and the int8
+/// extensions the kernels take on it (`avx2`, `avx2+avxvnni`, `avx512+vnni+amx`, ...).
+pub fn route_name() -> String {
+    let (f, level) = (features(), simd_level());
+    let mut name = format!("{level:?}").to_lowercase();
+    if level == SimdLevel::Avx512 && f.avx512_vnni {
+        name += "+vnni";
+    } else if level >= SimdLevel::Avx2 && f.avx_vnni {
+        name += "+avxvnni";
+    }
+    if level == SimdLevel::Avx512 && f.amx_int8 {
+        name += "+amx";
+    }
+    name
+}
+
 /// Every level this CPU can run, narrowest first (for tests comparing routes).
 pub fn available_levels() -> Vec<SimdLevel> {
     let best = simd_level();
@@ -208,5 +224,18 @@ mod tests {
         assert!(levels.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(*levels.last().unwrap(), simd_level());
         assert_eq!(CpuFeatures::default().best_level(), SimdLevel::Scalar);
+    }
+
+    #[test]
+    fn route_name_names_the_level_and_the_int8_extension() {
+        let (f, name) = (features(), route_name());
+        let level = format!("{:?}", simd_level()).to_lowercase();
+        assert!(name.starts_with(&level), "{name} for {level}");
+        assert_eq!(name.contains("avxvnni"), f.avx_vnni && !name.contains("+vnni"));
+        assert_eq!(name.contains("+amx"), simd_level() == SimdLevel::Avx512 && f.amx_int8);
+        // No AVX-VNNI outside its caps: VOXLANE_SIMD=avx2 is plain AVX2.
+        if std::env::var("VOXLANE_SIMD").as_deref() == Ok("avx2") {
+            assert!(!f.avx_vnni && !f.avx512);
+        }
     }
 }

@@ -249,7 +249,7 @@ pub fn child(args: &[String]) -> Result<(), String> {
             "persona_store_s": store_s, "persona_file_mb": file_bytes as f64 / 1e6,
             "persona_cached_s": cached_s,
             "build_s": build_s, "peak_rss_mb": peak_rss_mb(),
-            "route": format!("{:?}", voxlane_actors::kernels::cpu::simd_level()).to_lowercase(),
+            "route": voxlane_actors::kernels::cpu::route_name(),
         })
     );
     Ok(())

@@ -279,12 +279,13 @@ fn report(
          text to the first streamed window (0.4 s of audio, `StreamShape::EARLY`) of a 10-word sentence (\"{SHORT}\"), phonemization (libespeak-ng in process) included, best of three times the runs; onnxruntime has no streaming, its first audio is the whole sentence, model time only. \
          onnxruntime: {}. The phonemizer column is its first call, which loads espeak-ng's dictionaries (later calls take well under a millisecond).\n\nTargets: RTF ≤ 1/3 of onnxruntime's at the same threads, first audio ≤ {TARGET_FIRST_MS} ms, \
          peak RSS ≤ {TARGET_RSS_MB} MB.\n\n\
-         | threads | voxlane RTF | onnxruntime RTF | speed-up | first audio ms | onnxruntime first ms | phonemizer first call ms | peak RSS MB | onnxruntime RSS MB | load s |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
+         | threads | route | voxlane RTF | onnxruntime RTF | speed-up | first audio ms | onnxruntime first ms | phonemizer first call ms | peak RSS MB | onnxruntime RSS MB | load s |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
         model.display(),
         LONG.split_whitespace().count(),
         if ort { "measured in this run, same model, chunks and style rows, intra-op threads = threads" } else { "not installed (pip install onnxruntime numpy), not measured" }
     );
+    let route = voxlane_actors::kernels::cpu::route_name();
     let mut list = Vec::new();
     for (t, ours, theirs) in rows {
         let o = side(ours)?;
@@ -292,7 +293,7 @@ fn report(
         let speedup = r.map(|r| r.rtf / o.rtf);
         let mark = |ok: bool| if ok { "✓" } else { "✗" };
         md += &format!(
-            "| {t} | {:.3} | {} | {} | {:.0} {} | {} | {:.0} | {:.0} {} | {} | {:.2} |\n",
+            "| {t} | {route} | {:.3} | {} | {} | {:.0} {} | {} | {:.0} | {:.0} {} | {} | {:.2} |\n",
             o.rtf,
             r.map_or("—".into(), |r| format!("{:.3}", r.rtf)),
             speedup.map_or("—".into(), |s| format!(
@@ -309,7 +310,7 @@ fn report(
             ours["load_s"].as_f64().unwrap_or(f64::NAN),
         );
         list.push(json!({
-            "threads": t, "voxlane": ours, "onnxruntime": theirs,
+            "threads": t, "route": route, "voxlane": ours, "onnxruntime": theirs,
             "voxlane_rtf": o.rtf, "onnxruntime_rtf": r.map(|r| r.rtf), "speedup": speedup,
             "first_audio_ms": o.first_ms, "peak_rss_mb": o.rss_mb,
             "targets": {"speedup": TARGET_SPEEDUP, "first_audio_ms": TARGET_FIRST_MS, "peak_rss_mb": TARGET_RSS_MB},

@@ -222,7 +222,7 @@ pub fn child(args: &[String]) -> Result<(), String> {
             "temporal_ms": temporal / n * 1e3, "depformer_ms": depformer / n * 1e3,
             "sampler_ms": sampling / n * 1e3,
             "frame_bytes": lm.bytes_per_frame(), "peak_rss_mb": peak_rss_mb(), "build_s": build_s,
-            "route": format!("{:?}", voxlane_actors::kernels::cpu::simd_level()).to_lowercase(),
+            "route": voxlane_actors::kernels::cpu::route_name(),
         })
     );
     Ok(())

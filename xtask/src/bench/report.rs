@@ -35,11 +35,12 @@ impl Row {
 
 fn markdown(target: &str, rows: &[Row]) -> String {
     let mut s = format!(
-        "## voxlane bench: {target}\n\n| kernel | dtype | shape | threads | ours | reference | ratio | target |\n|---|---|---|---|---|---|---|---|\n"
+        "## voxlane bench: {target}\n\n| kernel | dtype | shape | threads | route | ours | reference | ratio | target |\n|---|---|---|---|---|---|---|---|---|\n"
     );
+    let route = voxlane_actors::kernels::cpu::route_name();
     for r in rows {
         s += &format!(
-            "| {} | {} | {} | {} | {:.2} {} | {} {:.2} | {:.2} | ≥ {:.2} {} |\n",
+            "| {} | {} | {} | {} | {route} | {:.2} {} | {} {:.2} | {:.2} | ≥ {:.2} {} |\n",
             r.kernel,
             r.dtype,
             r.shape,
@@ -64,11 +65,12 @@ pub fn emit(target: &str, rows: &[Row], opts: &BenchOptions) -> Result<(), Strin
         std::fs::write(path, &md).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     if let Some(path) = &opts.json {
+        let route = voxlane_actors::kernels::cpu::route_name();
         let list: Vec<_> = rows
             .iter()
             .map(|r| {
                 json!({
-                    "kernel": r.kernel, "dtype": r.dtype, "shape": r.shape, "threads": r.threads,
+                    "kernel": r.kernel, "dtype": r.dtype, "shape": r.shape, "threads": r.threads, "route": route,
                     "ours": r.ours, "unit": r.unit, "reference": r.reference,
                     "reference_value": r.reference_value, "ratio": r.ratio(), "target": r.target,
                 })

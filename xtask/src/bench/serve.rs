@@ -235,13 +235,13 @@ pub fn run(opts: &BenchOptions, extra: &[String]) -> Result<(), String> {
 }
 
 fn report(opts: &BenchOptions, rows: &[Value], ort: bool) -> Result<(), String> {
-    let route = voxlane_actors::kernels::cpu::simd_level();
+    let route = voxlane_actors::kernels::cpu::route_name();
     let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     let mut md = format!(
         "## voxlane bench: serve\n\n`voxlane serve --threads T --max-concurrency K --queue 16` (K = syntheses at once, each on T/K threads; \
          the default K is one per two threads) in its own process; requests from a separate Python process (`tests/python/speech_load.py`, \
          one connection per request), PCM, voice {VOICE}, the 10-word sentence \"{SHORT}\". First chunk = request \
-         sent → first audio byte of a streamed answer (queueing included). SIMD route: {route:?}. \
+         sent → first audio byte of a streamed answer (queueing included). SIMD route: {route}. \
          Kokoro-FastAPI's published CPU first chunk: ~{FASTAPI_FIRST_S} s. onnxruntime: {}.\n\n\
          | threads | K | concurrency | first chunk p50 ms | p99 ms | Kokoro-FastAPI's 3.5 s ÷ p50 | onnxruntime whole sentence ms |\n|---|---|---|---|---|---|---|\n",
         if ort { "the same model, chunks and style row, whole sentence (it has no streaming), measured in this run" } else { "not installed, not measured" }
