@@ -231,8 +231,14 @@ mod tests {
         let (f, name) = (features(), route_name());
         let level = format!("{:?}", simd_level()).to_lowercase();
         assert!(name.starts_with(&level), "{name} for {level}");
-        assert_eq!(name.contains("avxvnni"), f.avx_vnni && !name.contains("+vnni"));
-        assert_eq!(name.contains("+amx"), simd_level() == SimdLevel::Avx512 && f.amx_int8);
+        assert_eq!(
+            name.contains("avxvnni"),
+            f.avx_vnni && !name.contains("+vnni")
+        );
+        assert_eq!(
+            name.contains("+amx"),
+            simd_level() == SimdLevel::Avx512 && f.amx_int8
+        );
         // No AVX-VNNI outside its caps: VOXLANE_SIMD=avx2 is plain AVX2.
         if std::env::var("VOXLANE_SIMD").as_deref() == Ok("avx2") {
             assert!(!f.avx_vnni && !f.avx512);
