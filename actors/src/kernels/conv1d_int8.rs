@@ -38,6 +38,7 @@ use super::cpu::{self, simd_level, SimdLevel};
 use super::error::{check_len, KernelError};
 use super::matmul::{quantize_activations, ActivationQuant, IntWeights};
 use super::quantize;
+use voxlane_runtime::weights::Buf;
 
 /// Output channels per register tile of the dense route.
 pub const MR: usize = 6;
@@ -247,6 +248,15 @@ impl Tiles {
         }
     }
 
+    /// The tiles' name in a weights cache (see [`PreparedInt8`]).
+    fn name(self) -> &'static str {
+        match self {
+            Tiles::Vector => "vector-i8",
+            Tiles::Wide => "wide-i16",
+            Tiles::Amx => "amx-i8",
+        }
+    }
+
     /// Bytes per packed weight.
     fn width(self) -> usize {
         match self {
@@ -356,13 +366,35 @@ impl Tiles {
     }
 }
 
+/// A dense conv's packed weights, borrowed for a weights cache.
+#[derive(Debug, Clone, Copy)]
+pub struct PreparedInt8<'a> {
+    /// The tiles they are packed for (this route's; see [`Conv1dInt8::with_prepared`]).
+    pub tiles: &'static str,
+    /// Packed weights.
+    pub packed: &'a [i8],
+    /// Per output channel, the sum of its shifted weights.
+    pub wsum: &'a [i32],
+}
+
+/// A dense conv's packed weights handed back from a weights cache (mapped in place).
+#[derive(Debug, Clone)]
+pub struct PreparedBufs {
+    /// The tiles' name as [`PreparedInt8::tiles`] gave it.
+    pub tiles: String,
+    /// Packed weights.
+    pub packed: Buf<i8>,
+    /// Per output channel, the sum of its shifted weights.
+    pub wsum: Vec<i32>,
+}
+
 /// How the bound weights are laid out.
 #[derive(Debug, Clone)]
 enum Layout {
     /// Shifted i8 weights (zero-padded) in [`Tiles`] order, with
     /// `Σ_{ci,k} w` per output channel.
     Dense {
-        packed: Vec<i8>,
+        packed: Buf<i8>,
         wsum: Vec<i32>,
         tiles: Tiles,
     },
@@ -492,6 +524,56 @@ impl Conv1dInt8 {
         w_zero_points: &[i32],
         bias: Option<&[f32]>,
     ) -> Result<Self, KernelError> {
+        Self::bind(params, weights, w_scales, w_zero_points, bias, None)
+    }
+
+    /// As [`Conv1dInt8::new`], taking a dense conv's packed weights from a
+    /// weights cache ([`Conv1dInt8::prepared`] of an earlier bind) instead
+    /// of packing them; an error when they are not what this route packs
+    /// (other tiles, other lengths, a depthwise conv).
+    pub fn with_prepared(
+        params: Conv1dParams,
+        weights: IntWeights<'_>,
+        w_scales: &[f32],
+        w_zero_points: &[i32],
+        bias: Option<&[f32]>,
+        prepared: PreparedBufs,
+    ) -> Result<Self, KernelError> {
+        Self::bind(
+            params,
+            weights,
+            w_scales,
+            w_zero_points,
+            bias,
+            Some(prepared),
+        )
+    }
+
+    /// A dense conv's packed weights as a weights cache stores them; `None`
+    /// for a depthwise conv (nothing packed).
+    pub fn prepared(&self) -> Option<PreparedInt8<'_>> {
+        match &self.layout {
+            Layout::Dense {
+                packed,
+                wsum,
+                tiles,
+            } => Some(PreparedInt8 {
+                tiles: tiles.name(),
+                packed,
+                wsum,
+            }),
+            Layout::Depthwise { .. } => None,
+        }
+    }
+
+    fn bind(
+        params: Conv1dParams,
+        weights: IntWeights<'_>,
+        w_scales: &[f32],
+        w_zero_points: &[i32],
+        bias: Option<&[f32]>,
+        prepared: Option<PreparedBufs>,
+    ) -> Result<Self, KernelError> {
         let zps = check_weights(&params, weights, w_zero_points)?;
         let scale = per_channel("conv1d int8 scales", w_scales, params.c_out)?;
         if let Some(b) = bias {
@@ -509,6 +591,12 @@ impl Conv1dInt8 {
         };
         let zero: Vec<i32> = zps.iter().map(|z| z - shift).collect();
         let cbs = cig.div_ceil(4);
+        if cig == 1 && prepared.is_some() {
+            return Err(KernelError::Param {
+                what: "conv1d int8 prepared weights",
+                detail: "a depthwise conv packs no weights".into(),
+            });
+        }
         let layout = if cig == 1 {
             let mut centered = vec![0i32; p.c_out * k];
             for co in 0..p.c_out {
@@ -517,6 +605,28 @@ impl Conv1dInt8 {
                 }
             }
             Layout::Depthwise { centered }
+        } else if let Some(prep) = prepared {
+            let tiles = Tiles::for_route(simd_level(), true);
+            let want = tiles.len(p.groups, p.c_out / p.groups, cbs, k);
+            if prep.tiles != tiles.name() || prep.packed.len() != want || prep.wsum.len() != p.c_out
+            {
+                return Err(KernelError::Param {
+                    what: "conv1d int8 prepared weights",
+                    detail: format!(
+                        "{} tiles of {} bytes and {} sums, this route packs {} tiles of {want} bytes and {} sums",
+                        prep.tiles,
+                        prep.packed.len(),
+                        prep.wsum.len(),
+                        tiles.name(),
+                        p.c_out
+                    ),
+                });
+            }
+            Layout::Dense {
+                packed: prep.packed,
+                wsum: prep.wsum,
+                tiles,
+            }
         } else {
             let tiles = Tiles::for_route(simd_level(), true);
             // In range by construction: i8 as is, u8 − 128 (one pass, in order).
@@ -530,7 +640,7 @@ impl Conv1dInt8 {
                 .map(|row| row.iter().fold(0i32, |s, &v| s.wrapping_add(v as i32)))
                 .collect();
             Layout::Dense {
-                packed,
+                packed: packed.into(),
                 wsum,
                 tiles,
             }
@@ -597,7 +707,7 @@ impl Conv1dInt8 {
                 let (co, ci, tap) = (i / (cig * k), i / k % cig, i % k);
                 *v = old.get(packed, old.index(co / cog, co % cog, ci, tap, cog, cbs, k)) as i8;
             }
-            *packed = want.pack(&p, cbs, &src);
+            *packed = want.pack(&p, cbs, &src).into();
             *tiles = want;
         }
     }
@@ -1899,6 +2009,64 @@ mod tests {
                 conv.conv_integer(&pool, &xq, 37, t, &mut got, &mut ws)
                     .unwrap();
                 assert_eq!(got, want, "{p:?} amx {amx}");
+            }
+        }
+    }
+
+    #[test]
+    fn prepared_weights_bind_the_same_conv_and_foreign_ones_are_refused() {
+        let pool = LanePool::new(2).unwrap();
+        let (p, t) = (Conv1dParams::new(12, 10, 3).dilation(2).padding(2, 2), 41);
+        let w = W::new(3, &p, false, false);
+        let xq: Vec<u8> = rnd(4, p.c_in * t).iter().map(|v| (v % 256) as u8).collect();
+        let want = conv_integer_reference(&p, w.w(), &w.zps, &xq, 9, t).unwrap();
+        let a = Conv1dInt8::new(p, w.w(), &w.scales, &w.zps, None).unwrap();
+        let prep = a.prepared().expect("a dense conv has packed weights");
+        let bufs = PreparedBufs {
+            tiles: prep.tiles.to_string(),
+            packed: prep.packed.to_vec().into(),
+            wsum: prep.wsum.to_vec(),
+        };
+        let b = Conv1dInt8::with_prepared(p, w.w(), &w.scales, &w.zps, None, bufs.clone()).unwrap();
+        let mut ws = b.workspace(t).unwrap();
+        let mut got = vec![i32::MIN; want.len()];
+        b.conv_integer(&pool, &xq, 9, t, &mut got, &mut ws).unwrap();
+        assert_eq!(got, want);
+
+        let with = |bufs: PreparedBufs, p: Conv1dParams| {
+            let w = W::new(3, &p, false, false);
+            Conv1dInt8::with_prepared(p, w.w(), &w.scales, &w.zps, None, bufs)
+        };
+        let other_tiles = PreparedBufs {
+            tiles: "other".into(),
+            ..bufs.clone()
+        };
+        let short = PreparedBufs {
+            packed: bufs.packed[1..].to_vec().into(),
+            ..bufs.clone()
+        };
+        let sums = PreparedBufs {
+            wsum: vec![0; 3],
+            ..bufs.clone()
+        };
+        for (what, r) in [
+            ("other tiles", with(other_tiles, p)),
+            ("a short buffer", with(short, p)),
+            ("other sums", with(sums, p)),
+            (
+                "another shape",
+                with(bufs.clone(), Conv1dParams::new(12, 11, 3)),
+            ),
+            (
+                "a depthwise conv",
+                with(bufs, Conv1dParams::new(4, 4, 3).groups(4)),
+            ),
+        ] {
+            match r {
+                Err(KernelError::Param { what: w, .. }) => {
+                    assert_eq!(w, "conv1d int8 prepared weights", "{what}")
+                }
+                other => panic!("{what}: expected a typed error, got {other:?}"),
             }
         }
     }

@@ -286,20 +286,29 @@ impl ConvTranspose1d {
             .padding(m - 1, 0);
         let mut w2 = vec![0.0; ip.weight_len()];
         let mut b2 = vec![0.0; s * p.c_out];
+        // In 16 × 16 tiles of (input, output) channels: a tile reads 16
+        // contiguous runs of source rows and writes `s` phase rows × 16
+        // output columns, each a contiguous run (a walk along either side
+        // alone strides the other by whole rows and misses on every access).
+        const TILE: usize = 16;
         for gi in 0..g {
-            for rho in 0..s {
-                for col in 0..cog {
-                    let o2 = (gi * s + rho) * cog + col;
-                    b2[o2] = bias.map_or(0.0, |b| b[gi * cog + col]);
-                    for cil in 0..cig {
-                        for q in 0..m {
-                            let tap = rho + (m - 1 - q) * s;
-                            if tap < k {
-                                w2[(o2 * cig + cil) * m + q] =
-                                    weight[((gi * cig + cil) * cog + col) * k + tap];
+            for c0 in (0..cig).step_by(TILE) {
+                for o0 in (0..cog).step_by(TILE) {
+                    for cil in c0..(c0 + TILE).min(cig) {
+                        for col in o0..(o0 + TILE).min(cog) {
+                            let row = &weight[((gi * cig + cil) * cog + col) * k..][..k];
+                            for (tap, &v) in row.iter().enumerate() {
+                                let (rho, q) = (tap % s, m - 1 - tap / s);
+                                let o2 = (gi * s + rho) * cog + col;
+                                w2[(o2 * cig + cil) * m + q] = v;
                             }
                         }
                     }
+                }
+            }
+            for rho in 0..s {
+                for col in 0..cog {
+                    b2[(gi * s + rho) * cog + col] = bias.map_or(0.0, |b| b[gi * cog + col]);
                 }
             }
         }

@@ -3,12 +3,14 @@
 //! naming what is wrong.
 
 use std::time::Instant;
+use voxlane_actors::tts::kokoro::bind_cache::cache_path;
 use voxlane_actors::tts::kokoro::graph::KokoroError;
 use voxlane_actors::tts::kokoro::pipeline::KokoroTts;
 use voxlane_runtime::fetch::catalog::KOKORO_INT8;
 use voxlane_runtime::fetch::fetcher::Fetcher;
 use voxlane_runtime::io::read_npy;
 use voxlane_runtime::onnx::{convert, OnnxError, OnnxModel};
+use voxlane_runtime::weights::PackedFile;
 use voxlane_runtime::LanePool;
 
 fn onnx_path() -> std::path::PathBuf {
@@ -46,6 +48,48 @@ fn converted_weights_speak_bit_identically_and_damage_is_typed() {
         wa.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
         wb.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
     );
+
+    // The bind cache: that open packed the convs for this route into a file
+    // beside the weights; the next open maps them and speaks the same bits.
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let cache = cache_path(&vxw);
+    let written = PackedFile::open(&cache).expect("the first open writes the bind cache");
+    assert!(
+        written.entries().len() > 50,
+        "{} convs",
+        written.entries().len()
+    );
+    drop(written);
+    let t0 = Instant::now();
+    let mut c = KokoroTts::open(&vxw).unwrap();
+    eprintln!("open with the bind cache: {:?}", t0.elapsed());
+    assert_eq!(
+        bits(&wa),
+        bits(c.synthesize(&tokens, &style, 1.0, &pool).unwrap())
+    );
+    // A damaged cache is not trusted: the convs are packed again, the same
+    // bits come out, and a whole cache replaces it.
+    let cache_bytes = std::fs::read(&cache).unwrap();
+    std::fs::write(&cache, &cache_bytes[..cache_bytes.len() / 2]).unwrap();
+    let mut d = KokoroTts::open(&vxw).unwrap();
+    assert_eq!(
+        bits(&wa),
+        bits(d.synthesize(&tokens, &style, 1.0, &pool).unwrap())
+    );
+    assert_eq!(std::fs::read(&cache).unwrap().len(), cache_bytes.len());
+    // A cache written for another file (its stamp differs) is not used either.
+    let f = std::fs::OpenOptions::new().append(true).open(&vxw).unwrap();
+    f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+        .unwrap();
+    drop(f);
+    let stale = PackedFile::open(&cache).unwrap().metadata().clone();
+    let _ = KokoroTts::open(&vxw).unwrap();
+    let fresh = PackedFile::open(&cache).unwrap().metadata().clone();
+    assert_ne!(
+        stale.get("voxlane.model_mtime_ns"),
+        fresh.get("voxlane.model_mtime_ns")
+    );
+    drop((c, d));
 
     // A truncated copy: the header survives, the tensors do not.
     let bytes = std::fs::read(&vxw).unwrap();

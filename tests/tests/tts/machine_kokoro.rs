@@ -861,7 +861,10 @@ fn acoustic_event<'a>(i: usize, d: &'a FrontData, empty: &'a OnnxModel) -> acous
         })
     };
     match i {
-        0 => acoustic::Event::Load(acoustic::Load { model: empty }),
+        0 => acoustic::Event::Load(acoustic::Load {
+            model: empty,
+            cache: None,
+        }),
         1 => acoustic::Event::LoadDone,
         2 => acoustic::Event::LoadError(Slot::new(KokoroAcousticError::NotLoaded)),
         3 => run(&d.tokens, &d.style, 1.0, None),
@@ -875,7 +878,10 @@ fn acoustic_event<'a>(i: usize, d: &'a FrontData, empty: &'a OnnxModel) -> acous
         11 => acoustic::Event::FrontError(Slot::new(KokoroAcousticError::NotLoaded)),
         12 => acoustic::Event::FrontError(Slot::empty()),
         13 => acoustic::Event::LoadError(Slot::empty()),
-        14 => acoustic::Event::Load(acoustic::Load { model: model() }),
+        14 => acoustic::Event::Load(acoustic::Load {
+            model: model(),
+            cache: None,
+        }),
         _ => acoustic::Event::CaptureDiagnostics,
     }
 }
@@ -978,7 +984,10 @@ fn vocoder_event<'a>(i: usize, d: &'a BackData, empty: &'a OnnxModel) -> vocoder
         })
     };
     match i {
-        0 => vocoder::Event::Load(vocoder::Load { model: empty }),
+        0 => vocoder::Event::Load(vocoder::Load {
+            model: empty,
+            cache: None,
+        }),
         1 => vocoder::Event::LoadDone,
         2 => vocoder::Event::LoadError(Slot::new(KokoroVocoderError::NotLoaded)),
         3 => run(&d.asr, &d.curve, &d.curve, &d.style),
@@ -989,7 +998,10 @@ fn vocoder_event<'a>(i: usize, d: &'a BackData, empty: &'a OnnxModel) -> vocoder
         8 => vocoder::Event::BackError(Slot::new(KokoroVocoderError::NotLoaded)),
         9 => vocoder::Event::BackError(Slot::empty()),
         10 => vocoder::Event::LoadError(Slot::empty()),
-        11 => vocoder::Event::Load(vocoder::Load { model: model() }),
+        11 => vocoder::Event::Load(vocoder::Load {
+            model: model(),
+            cache: None,
+        }),
         12 => vocoder::Event::Run(vocoder::Run {
             stream: Some(StreamShape::EARLY),
             asr: &d.long_asr,

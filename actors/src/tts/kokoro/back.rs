@@ -9,6 +9,7 @@
 use voxlane_runtime::onnx::OnnxModel;
 use voxlane_runtime::Fork;
 
+use super::bind_cache::BindCache;
 use super::decoder::{Decoder, DecoderWorkspace};
 use super::generator::{Generator, GeneratorTimes, GeneratorWorkspace, SourceWindow};
 use super::graph::{KokoroError, KokoroGraph};
@@ -56,7 +57,12 @@ pub struct KokoroBack {
 impl KokoroBack {
     /// Load and pack every decoder and generator weight of `model`.
     pub fn load(model: &OnnxModel) -> Result<Self, KokoroError> {
-        let g = KokoroGraph::new(model);
+        Self::load_cached(model, None)
+    }
+
+    /// As [`KokoroBack::load`], the int8 convs' packed weights from `cache`.
+    pub fn load_cached(model: &OnnxModel, cache: Option<&BindCache>) -> Result<Self, KokoroError> {
+        let g = KokoroGraph::with_cache(model, cache);
         let decoder = Decoder::load(&g)?;
         let generator = Generator::load(&g)?;
         if decoder.c_out() != generator.c_in() {

@@ -18,8 +18,10 @@
 //! in-graph `Div → Floor → Cast → Reshape` chain, and so on. Bundles own
 //! their data (copied out of the map) and pack kernel weights once here.
 
+use std::borrow::Cow;
 use voxlane_runtime::onnx::{DataType, Node, OnnxError, OnnxModel, Tensor};
 
+use super::bind_cache::BindCache;
 use super::fold::{fold, ConstData};
 use super::quant::{weights, QConv, QLinear, QLstm};
 use crate::kernels::conv1d::Conv1dParams;
@@ -144,12 +146,19 @@ pub struct FloatConv {
 #[derive(Debug, Clone, Copy)]
 pub struct KokoroGraph<'m> {
     model: &'m OnnxModel,
+    cache: Option<&'m BindCache>,
 }
 
 impl<'m> KokoroGraph<'m> {
     /// A resolver over `model`.
     pub fn new(model: &'m OnnxModel) -> Self {
-        Self { model }
+        Self { model, cache: None }
+    }
+
+    /// A resolver over `model` whose int8 convs take their packed weights
+    /// from `cache` where it has them (and record them where it is being written).
+    pub fn with_cache(model: &'m OnnxModel, cache: Option<&'m BindCache>) -> Self {
+        Self { model, cache }
     }
 
     /// The model behind this resolver.
@@ -259,12 +268,19 @@ impl<'m> KokoroGraph<'m> {
 
     /// UINT8 elements of an initializer, copied (raw or `int32_data` storage).
     pub fn u8_vec(&self, t: &Tensor<'m>) -> Result<Vec<u8>, KokoroError> {
+        Ok(self.u8_cow(t)?.into_owned())
+    }
+
+    /// As [`KokoroGraph::u8_vec`], borrowing the stored bytes where they are raw.
+    fn u8_cow(&self, t: &Tensor<'m>) -> Result<Cow<'m, [u8]>, KokoroError> {
         if t.data_type != DataType::Uint8 {
             return Err(bad_tensor(t, format!("is {}, expected UINT8", t.data_type)));
         }
         match t.as_u8() {
-            Some(v) => Ok(v.to_vec()),
-            None => Ok(t.to_i64()?.into_iter().map(|v| v as u8).collect()),
+            Some(v) => Ok(Cow::Borrowed(v)),
+            None => Ok(Cow::Owned(
+                t.to_i64()?.into_iter().map(|v| v as u8).collect(),
+            )),
         }
     }
 
@@ -459,15 +475,36 @@ impl<'m> KokoroGraph<'m> {
             None => None,
         };
         let (weight, w_scale, w_zero) = weights::u8_per_tensor(&w);
-        QConv::new(params, weight, w_scale, w_zero, bias).map_err(|e| match e {
-            KokoroError::Kernel(k) => bad_node(node, k.to_string()),
-            e => e,
-        })
+        self.bind_qconv(node, params, &weight, w_scale, w_zero, bias)
+    }
+
+    /// [`QConv::new`], its packed weights from the bind cache when it has them.
+    fn bind_qconv(
+        &self,
+        node: &Node,
+        params: Conv1dParams,
+        weight: &[u8],
+        w_scale: f32,
+        w_zero: u8,
+        bias: Option<Vec<f32>>,
+    ) -> Result<QConv, KokoroError> {
+        let cached = self.cache.and_then(|c| c.conv(&node.name));
+        let q =
+            QConv::with_cache(params, weight, w_scale, w_zero, bias, cached).map_err(
+                |e| match e {
+                    KokoroError::Kernel(k) => bad_node(node, k.to_string()),
+                    e => e,
+                },
+            )?;
+        if let Some(c) = self.cache {
+            c.record(&node.name, &q.conv);
+        }
+        Ok(q)
     }
 
     fn qconv_int8(&self, node: &'m Node) -> Result<QConv, KokoroError> {
         let wt = self.input_tensor(node, 1)?;
-        let weight = self.u8_vec(&wt)?;
+        let weight = self.u8_cow(&wt)?;
         let params = self.conv_params(node, &wt.shape())?;
         let zpt = self.input_tensor(node, 3)?;
         let w_zero = *self
@@ -507,10 +544,7 @@ impl<'m> KokoroGraph<'m> {
             .f32s(&st)?
             .first()
             .ok_or_else(|| bad_tensor(&st, "empty scale"))?;
-        QConv::new(params, weight, w_scale, w_zero, bias).map_err(|e| match e {
-            KokoroError::Kernel(k) => bad_node(node, k.to_string()),
-            e => e,
-        })
+        self.bind_qconv(node, params, &weight, w_scale, w_zero, bias)
     }
 
     /// Float `Conv` / `ConvTranspose` `name`: weight (input 1), bias (input 2), attributes.

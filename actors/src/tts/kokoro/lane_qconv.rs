@@ -22,7 +22,7 @@ use super::quant::QConv;
 use crate::kernels::conv1d::Conv1dParams;
 use crate::kernels::conv1d_int8::{Conv1dInt8, Conv1dInt8Workspace};
 use crate::kernels::error::check_len;
-use crate::kernels::matmul::{ActivationQuant, IntWeights};
+use crate::kernels::matmul::ActivationQuant;
 
 /// Elements per parallel chunk of the quantize and dequantize passes.
 const CHUNK: usize = 1 << 14;
@@ -93,20 +93,14 @@ pub fn quantize_on_lanes(
 }
 
 impl LaneQConv {
-    /// Take over a resolved [`QConv`] (its weights are repacked once here).
+    /// Take over a resolved [`QConv`] and the weights it already bound (one
+    /// packing per conv: packing is most of a model's load time).
     pub fn new(q: QConv) -> Result<Self, KokoroError> {
-        let conv = Conv1dInt8::new(
-            q.params,
-            IntWeights::U8(&q.weight),
-            &[q.w_scale],
-            &[i32::from(q.w_zero)],
-            None,
-        )?;
         Ok(Self {
             params: q.params,
             w_scale: q.w_scale,
             bias: q.bias,
-            conv,
+            conv: q.conv,
         })
     }
 
@@ -328,7 +322,7 @@ mod tests {
                 .map(|i| ((i * 97 + 13) % 256) as u8)
                 .collect();
             let bias: Vec<f32> = (0..c_out).map(|i| i as f32 * 0.037 - 0.3).collect();
-            let q = QConv::new(p, weight, 0.004, 131, Some(bias)).expect("qconv");
+            let q = QConv::new(p, &weight, 0.004, 131, Some(bias)).expect("qconv");
             let conv = LaneQConv::new(q).expect("lane qconv");
             let x: Vec<f32> = (0..c_in * t)
                 .map(|i| ((i * 7919) % 1009) as f32 * 0.01 - 4.0)

@@ -11,6 +11,7 @@
 pub mod adain_rows;
 pub mod albert;
 pub mod back;
+pub mod bind_cache;
 pub mod blocks;
 pub mod decoder;
 pub mod fold;

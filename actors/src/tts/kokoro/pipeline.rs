@@ -3,6 +3,7 @@
 //! from one memory-mapped ONNX file.
 
 use super::back::{BackOutput, KokoroBack};
+use super::bind_cache::BindCache;
 use super::front::{FrontWorkspace, KokoroFront, STYLE_DIM};
 use super::graph::{KokoroError, KokoroGraph};
 use super::window::StreamShape;
@@ -38,9 +39,13 @@ impl KokoroTts {
     /// workspaces grow with the utterance and must not fragment the heap.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, KokoroError> {
         voxlane_runtime::memory::return_large_frees_to_os();
-        let model = OnnxModel::open(path)?;
-        let front = KokoroFront::load(&KokoroGraph::new(&model))?;
-        let back = KokoroBack::load(&model)?;
+        let model = OnnxModel::open(path.as_ref())?;
+        let cache = BindCache::open(path.as_ref());
+        let front = KokoroFront::load(&KokoroGraph::with_cache(&model, cache.as_ref()))?;
+        let back = KokoroBack::load_cached(&model, cache.as_ref())?;
+        if let Some(c) = cache {
+            c.finish();
+        }
         let front_ws = front.workspace(MAX_TOKENS)?;
         Ok(Self {
             front,

@@ -20,7 +20,7 @@ use voxlane_runtime::{Fork, LaneError};
 use super::graph::KokoroError;
 use super::qgemm::{self, PackedInt8, QGemmScratch};
 use crate::kernels::conv1d::Conv1dParams;
-use crate::kernels::conv1d_int8::{conv_integer_reference, Conv1dInt8, Conv1dInt8Workspace};
+use crate::kernels::conv1d_int8::{Conv1dInt8, Conv1dInt8Workspace, PreparedBufs};
 use crate::kernels::cpu::simd_level;
 use crate::kernels::elementwise::fast_math::{sigmoid_inplace, tanh_inplace};
 use crate::kernels::matmul::{
@@ -266,15 +266,14 @@ impl QLinear {
 pub struct QConv {
     /// Shape and attributes.
     pub params: Conv1dParams,
-    /// Weight as stored.
-    pub weight: Vec<u8>,
     /// Weight scale.
     pub w_scale: f32,
     /// Weight zero point.
     pub w_zero: u8,
     /// Float bias `[c_out]`, if any.
     pub bias: Option<Vec<f32>>,
-    conv: Conv1dInt8,
+    /// The bound (packed) weights; the stored ones are not kept.
+    pub(crate) conv: Conv1dInt8,
 }
 
 /// Scratch for [`QConv::forward`]; one can serve any number of convs.
@@ -306,24 +305,34 @@ impl QConv {
     /// Bind a `ConvInteger` weight.
     pub fn new(
         params: Conv1dParams,
-        weight: Vec<u8>,
+        weight: &[u8],
         w_scale: f32,
         w_zero: u8,
         bias: Option<Vec<f32>>,
     ) -> Result<Self, KokoroError> {
+        Self::with_cache(params, weight, w_scale, w_zero, bias, None)
+    }
+
+    /// As [`QConv::new`], with the dense conv's packed weights from a bind
+    /// cache (packed as usual when they are absent or not this route's).
+    pub fn with_cache(
+        params: Conv1dParams,
+        weight: &[u8],
+        w_scale: f32,
+        w_zero: u8,
+        bias: Option<Vec<f32>>,
+        prepared: Option<PreparedBufs>,
+    ) -> Result<Self, KokoroError> {
         if let Some(b) = &bias {
             crate::kernels::error::check_len("qconv bias", params.c_out, b.len())?;
         }
-        let conv = Conv1dInt8::new(
-            params,
-            IntWeights::U8(&weight),
-            &[w_scale],
-            &[i32::from(w_zero)],
-            None,
-        )?;
+        let (w, s, z) = (IntWeights::U8(weight), [w_scale], [i32::from(w_zero)]);
+        let conv = match prepared.map(|p| Conv1dInt8::with_prepared(params, w, &s, &z, None, p)) {
+            Some(Ok(conv)) => conv,
+            _ => Conv1dInt8::new(params, w, &s, &z, None)?,
+        };
         Ok(Self {
             params,
-            weight,
             w_scale,
             w_zero,
             bias,
@@ -374,24 +383,6 @@ impl QConv {
                 *o = a.wrapping_add(bq) as f32 * s;
             }
         }
-    }
-
-    /// Readable reference of [`QConv::forward`]; returns `[c_out, t_out]`.
-    pub fn forward_reference(&self, x: &[f32], t_in: usize) -> Result<Vec<f32>, KokoroError> {
-        let mut xq = vec![0u8; x.len()];
-        let aq = dynamic_quantize(x, &mut xq)?;
-        let acc = conv_integer_reference(
-            &self.params,
-            IntWeights::U8(&self.weight),
-            &[i32::from(self.w_zero)],
-            &xq,
-            aq.zero_point,
-            t_in,
-        )?;
-        let t_out = self.params.out_len(t_in)?;
-        let mut out = vec![0.0f32; acc.len()];
-        self.dequantize(aq.scale, &acc, t_out, &mut out);
-        Ok(out)
     }
 }
 

@@ -17,7 +17,7 @@ fn reject(m: &mut KokoroFrontMachine, sink: &mut Sink, err: KokoroAcousticError)
 
 /// Bind the weights and size the workspace for 512 tokens; raise `load_done` or `load_error`.
 pub fn effect_load_front(m: &mut KokoroFrontMachine, l: &Load<'_>, sink: &mut Sink) {
-    let loaded = KokoroFront::load(&KokoroGraph::new(l.model))
+    let loaded = KokoroFront::load(&KokoroGraph::with_cache(l.model, l.cache))
         .and_then(|front| front.workspace(MAX_TOKENS).map(|ws| (front, ws)));
     sink.follow_up = Some(match loaded {
         Ok((front, ws)) => {

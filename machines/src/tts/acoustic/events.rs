@@ -2,6 +2,7 @@
 
 use super::errors::KokoroAcousticError;
 use crate::tts::Slot;
+use voxlane_actors::tts::kokoro::bind_cache::BindCache;
 use voxlane_actors::tts::kokoro::front::FrontOutput;
 use voxlane_runtime::onnx::OnnxModel;
 use voxlane_runtime::{DiagnosticsSnapshot, LanePool};
@@ -11,6 +12,8 @@ use voxlane_runtime::{DiagnosticsSnapshot, LanePool};
 pub struct Load<'a> {
     /// The Kokoro export (memory-mapped; read during the load only).
     pub model: &'a OnnxModel,
+    /// The int8 convs' packed weights for this route, where a bind cache has them.
+    pub cache: Option<&'a BindCache>,
 }
 
 impl std::fmt::Debug for Load<'_> {

@@ -13,6 +13,7 @@ use super::table::SPEC;
 use crate::core::Bookkeeping;
 use crate::{internal, transition};
 use statig::prelude::*;
+use voxlane_actors::tts::kokoro::bind_cache::BindCache;
 use voxlane_actors::tts::kokoro::front::{FrontWorkspace, KokoroFront};
 use voxlane_runtime::onnx::OnnxModel;
 
@@ -192,7 +193,12 @@ crate::machine_handle! {
 impl AcousticStage {
     /// Bind the weights of `model`.
     pub fn load(&mut self, model: &OnnxModel) -> Reply {
-        self.handle(&Event::Load(Load { model }))
+        self.handle(&Event::Load(Load { model, cache: None }))
+    }
+
+    /// As `load`, the int8 convs' packed weights from `cache` where it has them.
+    pub fn load_cached(&mut self, model: &OnnxModel, cache: Option<&BindCache>) -> Reply {
+        self.handle(&Event::Load(Load { model, cache }))
     }
 
     /// Run one chunk.

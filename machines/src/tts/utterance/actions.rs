@@ -11,6 +11,7 @@ use crate::tts::text::{self, TextStage};
 use crate::tts::vocoder::{self, VocoderStage};
 use crate::tts::Slot;
 use voxlane_actors::tts::frontend::Punctuation;
+use voxlane_actors::tts::kokoro::bind_cache::BindCache;
 use voxlane_actors::tts::kokoro::front::FrontOutput;
 use voxlane_actors::tts::kokoro::graph::KokoroError;
 use voxlane_actors::tts::kokoro::pipeline::SAMPLE_RATE;
@@ -48,17 +49,21 @@ fn load_stages(l: &Load) -> Result<Stages, TtsError> {
         other => return Err(stray("frontend", other)),
     }
     let model = OnnxModel::open(&l.model).map_err(KokoroError::from)?;
+    let cache = BindCache::open(&l.model);
     let mut acoustic = AcousticStage::new();
-    match acoustic.load(&model) {
+    match acoustic.load_cached(&model, cache.as_ref()) {
         acoustic::Reply::Loaded { .. } => {}
         acoustic::Reply::Error(e) => return Err(e.into()),
         other => return Err(stray("front", other)),
     }
     let mut vocoder = VocoderStage::new();
-    match vocoder.load(&model) {
+    match vocoder.load_cached(&model, cache.as_ref()) {
         vocoder::Reply::Loaded { .. } => {}
         vocoder::Reply::Error(e) => return Err(e.into()),
         other => return Err(stray("back", other)),
+    }
+    if let Some(c) = cache {
+        c.finish();
     }
     Ok(Stages {
         pool,

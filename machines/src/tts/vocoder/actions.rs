@@ -15,7 +15,7 @@ fn reject(m: &mut KokoroBackMachine, sink: &mut Sink, err: KokoroVocoderError) {
 
 /// Bind the decoder and generator; raise `load_done` or `load_error`.
 pub fn effect_load_back(m: &mut KokoroBackMachine, l: &Load<'_>, sink: &mut Sink) {
-    sink.follow_up = Some(match KokoroBack::load(l.model) {
+    sink.follow_up = Some(match KokoroBack::load_cached(l.model, l.cache) {
         Ok(back) => {
             m.back = Some(back);
             FollowUp::LoadDone

@@ -14,6 +14,7 @@ use crate::core::Bookkeeping;
 use crate::{internal, transition};
 use statig::prelude::*;
 use voxlane_actors::tts::kokoro::back::{BackOutput, KokoroBack};
+use voxlane_actors::tts::kokoro::bind_cache::BindCache;
 use voxlane_actors::tts::kokoro::window::WindowPlan;
 use voxlane_runtime::onnx::OnnxModel;
 
@@ -221,7 +222,12 @@ crate::machine_handle! {
 impl VocoderStage {
     /// Bind the weights of `model`.
     pub fn load(&mut self, model: &OnnxModel) -> Reply {
-        self.handle(&Event::Load(Load { model }))
+        self.handle(&Event::Load(Load { model, cache: None }))
+    }
+
+    /// As `load`, the int8 convs' packed weights from `cache` where it has them.
+    pub fn load_cached(&mut self, model: &OnnxModel, cache: Option<&BindCache>) -> Reply {
+        self.handle(&Event::Load(Load { model, cache }))
     }
 
     /// Decode one chunk (or, streamed, its first window).

@@ -1,0 +1,144 @@
+//! The bind cache: every dense int8 conv's weights packed for this CPU's
+//! route, kept in a packed-weights file beside the voxlane weight file, so
+//! a later load maps them in place instead of packing them again (packing
+//! and the pages it fills were most of a load).
+//!
+//! The file is `<model stem>.<route>.vxp` (e.g. `kokoro-….avx2.vxp`): one
+//! per route, since each route packs its own tiles. It records the model
+//! file's length and modification time; a cache that does not match them,
+//! cannot be read, or lacks an entry is never trusted: what it cannot give
+//! is packed as usual, and a missing or unreadable cache is written anew
+//! (atomically, so an interrupted write leaves none). Writing is best
+//! effort: a read-only cache directory only costs the packing.
+
+use crate::kernels::conv1d_int8::{Conv1dInt8, PreparedBufs};
+use crate::kernels::cpu::route_name;
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use voxlane_runtime::weights::{DType, PackedFile, PackedWriter, PartRef};
+
+/// Format tag of a cached conv entry, before `/` and its tiles' name.
+const FORMAT: &str = "voxlane.conv1d_int8";
+
+/// Where the bind cache of voxlane weight file `model` lives on this CPU's route.
+pub fn cache_path(model: &Path) -> PathBuf {
+    model.with_extension(format!("{}.vxp", route_name()))
+}
+
+/// The packed conv weights of one model file on this route: read from its
+/// cache file, or recorded while binding and written by [`BindCache::finish`].
+#[derive(Debug)]
+pub struct BindCache {
+    path: PathBuf,
+    /// `(key, value)` the cache must carry to match the model.
+    stamp: Vec<(&'static str, String)>,
+    file: Option<PackedFile>,
+    writer: RefCell<Option<PackedWriter>>,
+}
+
+impl BindCache {
+    /// The cache of the voxlane weight file `model` (`.vxw`) on this
+    /// route; `None` for any other file (an ONNX export binds as usual).
+    pub fn open(model: &Path) -> Option<Self> {
+        if model.extension().is_none_or(|e| e != "vxw") {
+            return None;
+        }
+        let meta = std::fs::metadata(model).ok()?;
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        let stamp = vec![
+            ("voxlane.route", route_name()),
+            ("voxlane.model_len", meta.len().to_string()),
+            ("voxlane.model_mtime_ns", mtime.to_string()),
+        ];
+        let path = cache_path(model);
+        let file = PackedFile::open(&path).ok().filter(|f| {
+            stamp
+                .iter()
+                .all(|(k, v)| f.metadata().get(*k).is_some_and(|got| got == v))
+        });
+        // No usable cache: record this load's packing into a new one.
+        let writer = match file {
+            Some(_) => None,
+            None => PackedWriter::create(&path)
+                .map_err(|e| tracing::debug!("bind cache not written: {e}"))
+                .ok(),
+        };
+        Some(Self {
+            path,
+            stamp,
+            file,
+            writer: RefCell::new(writer),
+        })
+    }
+
+    /// Where the cache lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether the cache was read from its file (not being written).
+    pub fn is_mapped(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// The cached packed weights of conv `name`, if the cache has them.
+    pub fn conv(&self, name: &str) -> Option<PreparedBufs> {
+        let e = self.file.as_ref()?.get(name)?;
+        let tiles = e.format.strip_prefix(FORMAT)?.strip_prefix('/')?;
+        let packed = e.part("packed")?.data.cast::<i8>().ok()?;
+        let wsum = e.part("wsum")?.data.cast::<i32>().ok()?.to_vec();
+        Some(PreparedBufs {
+            tiles: tiles.to_string(),
+            packed,
+            wsum,
+        })
+    }
+
+    /// Record conv `name`'s packed weights for the cache being written.
+    pub fn record(&self, name: &str, conv: &Conv1dInt8) {
+        let (Some(prep), mut slot) = (conv.prepared(), self.writer.borrow_mut()) else {
+            return;
+        };
+        let Some(w) = slot.as_mut() else { return };
+        let wsum: Vec<u8> = prep.wsum.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let packed: &[u8] = bytemuck_i8(prep.packed);
+        let parts = [
+            PartRef {
+                name: "packed",
+                dtype: DType::I8,
+                bytes: packed,
+            },
+            PartRef {
+                name: "wsum",
+                dtype: DType::I32,
+                bytes: &wsum,
+            },
+        ];
+        let format = format!("{FORMAT}/{}", prep.tiles);
+        if let Err(e) = w.push(name, &format, &[prep.packed.len()], &parts) {
+            tracing::debug!("bind cache not written: {e}");
+            *slot = None;
+        }
+    }
+
+    /// Write the recorded cache (when one was being recorded); best effort.
+    pub fn finish(self) {
+        if let Some(w) = self.writer.into_inner() {
+            let meta: Vec<(&str, &str)> =
+                self.stamp.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            if let Err(e) = w.finish(&meta) {
+                tracing::debug!("bind cache not written: {e}");
+            }
+        }
+    }
+}
+
+/// `i8` bytes as `u8` (same size and alignment).
+fn bytemuck_i8(v: &[i8]) -> &[u8] {
+    // SAFETY: i8 and u8 have the same size, alignment and valid bit patterns.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), v.len()) }
+}
