@@ -96,7 +96,11 @@ impl PackedWriter {
             )));
         }
         let mut name = path.file_name().unwrap_or_default().to_os_string();
-        name.push(format!(".{}.partial", std::process::id()));
+        // Unique per writer, not only per process: threads of one process
+        // may write the same file at once (the last rename wins, whole).
+        static WRITERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        name.push(format!(".{}.{n}.partial", std::process::id()));
         let tmp = path.with_file_name(name);
         let file = std::fs::File::create(&tmp).map_err(io)?;
         let mut w = Self {
