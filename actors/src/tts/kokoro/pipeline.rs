@@ -2,9 +2,9 @@
 //! 24 kHz audio, through [`KokoroFront`] and [`KokoroBack`], both loaded once
 //! from one memory-mapped ONNX file.
 
-use super::back::{BackOutput, KokoroBack};
+use super::back::{BackOutput, BackTimes, KokoroBack};
 use super::bind_cache::BindCache;
-use super::front::{FrontWorkspace, KokoroFront, STYLE_DIM};
+use super::front::{FrontTimings, FrontWorkspace, KokoroFront, STYLE_DIM};
 use super::graph::{KokoroError, KokoroGraph};
 use super::window::StreamShape;
 use std::path::Path;
@@ -23,6 +23,36 @@ pub struct KokoroTts {
     back: KokoroBack,
     front_ws: FrontWorkspace,
     back_out: BackOutput,
+    /// Stage times up to the first window of the last streamed call.
+    first_window: StageTimes,
+}
+
+/// Wall time of each stage of one call, in seconds.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StageTimes {
+    /// The front half's stages.
+    pub front: FrontTimings,
+    /// The decoder's and the generator's.
+    pub back: BackTimes,
+}
+
+impl StageTimes {
+    /// Every stage as `(name, seconds)`, in the order they run.
+    pub fn rows(&self) -> [(&'static str, f64); 10] {
+        let (f, b, g) = (&self.front, &self.back, &self.back.generator);
+        [
+            ("albert (PL-BERT)", f.albert.as_secs_f64()),
+            ("durations (encoder + LSTM)", f.durations.as_secs_f64()),
+            ("text encoder", f.text_encoder.as_secs_f64()),
+            ("F0/N predictor", f.f0_n.as_secs_f64()),
+            ("decoder (F0/N convs, encode, decode)", b.decoder),
+            ("harmonic source + STFT", g.source),
+            ("noise convs + res", g.noise),
+            ("ups.0 + resblocks 0-2", g.stage0),
+            ("ups.1 + resblocks 3-5", g.stage1),
+            ("conv_post + iSTFT", g.post),
+        ]
+    }
 }
 
 impl std::fmt::Debug for KokoroTts {
@@ -52,6 +82,7 @@ impl KokoroTts {
             back,
             front_ws,
             back_out: BackOutput::default(),
+            first_window: StageTimes::default(),
         })
     }
 
@@ -121,6 +152,10 @@ impl KokoroTts {
             lanes,
             out,
         )?;
+        self.first_window = StageTimes {
+            front: self.front_ws.timings,
+            back: out.times,
+        };
         sink(&out.audio);
         let mut samples = out.audio.len();
         while self.back.streaming() {
@@ -130,6 +165,21 @@ impl KokoroTts {
             samples += out.audio.len();
         }
         Ok(samples)
+    }
+
+    /// Stage times of the last call (for a streamed one, its last window's
+    /// generator).
+    pub fn stage_times(&self) -> StageTimes {
+        StageTimes {
+            front: self.front_ws.timings,
+            back: self.back_out.times,
+        }
+    }
+
+    /// Stage times of the last streamed call up to its first window's audio
+    /// (what its first audio waited for).
+    pub fn first_window_times(&self) -> StageTimes {
+        self.first_window
     }
 
     fn check(&self, tokens: &[i64], style: &[f32]) -> Result<(), KokoroError> {
