@@ -24,7 +24,7 @@ use voxlane_runtime::Fork;
 use super::graph::{KokoroError, KokoroGraph, LayerNormParams, QEmbedding};
 use super::pointwise;
 use super::qgemm::QGemmScratch;
-use super::quant::QLinear;
+use super::quant::{QLinear, StoredQLinear};
 use crate::kernels::matmul::MatmulWorkspace;
 
 /// Hidden width of the ALBERT layer.
@@ -92,9 +92,9 @@ impl Albert {
     /// Resolve and pack every ALBERT weight.
     pub fn load(g: &KokoroGraph<'_>) -> Result<Self, KokoroError> {
         let emb = "/encoder/bert/embeddings";
-        let q = g.qlinear(&format!("{LAYER}/attention/query/MatMul_quant"))?;
-        let k = g.qlinear(&format!("{LAYER}/attention/key/MatMul_quant"))?;
-        let v = g.qlinear(&format!("{LAYER}/attention/value/MatMul_quant"))?;
+        let q = g.qlinear_stored(&format!("{LAYER}/attention/query/MatMul_quant"))?;
+        let k = g.qlinear_stored(&format!("{LAYER}/attention/key/MatMul_quant"))?;
+        let v = g.qlinear_stored(&format!("{LAYER}/attention/value/MatMul_quant"))?;
         let mut ffn = g.qlinear(&format!("{LAYER}/ffn/MatMul_quant"))?;
         let ffn_bias = match g.node_op("FastGelu", "FastGelu") {
             Ok(gelu) => g.f32s(&g.input_tensor(gelu, 1)?)?,
@@ -119,7 +119,7 @@ impl Albert {
             emb_norm: norm(&format!("{emb}/LayerNorm/LayerNormalization"), EMBED)?,
             mapping_in: g
                 .qlinear("/encoder/bert/encoder/embedding_hidden_mapping_in/MatMul_quant")?,
-            qkv: QLinear::concat_outputs(&[&q, &k, &v])?,
+            qkv: StoredQLinear::concat_outputs(&[&q, &k, &v])?.pack()?,
             dense: g.qlinear(&format!("{LAYER}/attention/dense/MatMul_quant"))?,
             attn_norm: norm(
                 &format!("{LAYER}/attention/LayerNorm/LayerNormalization"),

@@ -23,7 +23,7 @@ use voxlane_runtime::onnx::{DataType, Node, OnnxError, OnnxModel, Tensor};
 
 use super::bind_cache::BindCache;
 use super::fold::{fold, ConstData};
-use super::quant::{weights, QConv, QLinear, QLstm};
+use super::quant::{weights, QConv, QLinear, QLstm, StoredQLinear};
 use crate::kernels::conv1d::Conv1dParams;
 use crate::kernels::KernelError;
 
@@ -323,6 +323,18 @@ impl<'m> KokoroGraph<'m> {
     /// from, its weight quantized per output channel.
     pub fn qlinear(&self, name: &str) -> Result<QLinear, KokoroError> {
         let node = self.node(name)?;
+        self.qlinear_stored_at(node)?.pack().map_err(|e| match e {
+            KokoroError::Kernel(k) => bad_node(node, k.to_string()),
+            e => e,
+        })
+    }
+
+    /// As [`KokoroGraph::qlinear`], not yet packed (to fuse layers first).
+    pub fn qlinear_stored(&self, name: &str) -> Result<StoredQLinear, KokoroError> {
+        self.qlinear_stored_at(self.node(name)?)
+    }
+
+    fn qlinear_stored_at(&self, node: &'m Node) -> Result<StoredQLinear, KokoroError> {
         match node.op_type.as_str() {
             "MatMulInteger" => self.qlinear_int8(node),
             "MatMul" | "Gemm" => self.qlinear_float(node),
@@ -330,7 +342,7 @@ impl<'m> KokoroGraph<'m> {
         }
     }
 
-    fn qlinear_int8(&self, node: &'m Node) -> Result<QLinear, KokoroError> {
+    fn qlinear_int8(&self, node: &'m Node) -> Result<StoredQLinear, KokoroError> {
         let wt = self.input_tensor(node, 1)?;
         let dims = wt.shape();
         let [k, n] = dims[..] else {
@@ -359,15 +371,19 @@ impl<'m> KokoroGraph<'m> {
             },
             Err(_) => None,
         };
-        QLinear::new(k, n, weight, w_scale, w_zero, bias).map_err(|e| match e {
-            KokoroError::Kernel(k) => bad_node(node, k.to_string()),
-            e => e,
+        Ok(StoredQLinear {
+            k,
+            n,
+            weight,
+            w_scale,
+            w_zero,
+            bias,
         })
     }
 
     /// A float `MatMul` (weight `[in, out]`, bias from the following Add) or
     /// `Gemm` (`transB`: weight `[out, in]`; bias input 2), quantized.
-    fn qlinear_float(&self, node: &'m Node) -> Result<QLinear, KokoroError> {
+    fn qlinear_float(&self, node: &'m Node) -> Result<StoredQLinear, KokoroError> {
         let (dims, w) = self.const_input(node, 1)?;
         let [a, b] = dims[..] else {
             return Err(bad_node(
@@ -416,9 +432,13 @@ impl<'m> KokoroGraph<'m> {
             return Err(bad_node(node, format!("bias is not [{n}]")));
         }
         let (weight, w_scale) = weights::i8_per_column(&w, k, n);
-        QLinear::new(k, n, weight, w_scale, vec![0; n], bias).map_err(|e| match e {
-            KokoroError::Kernel(k) => bad_node(node, k.to_string()),
-            e => e,
+        Ok(StoredQLinear {
+            k,
+            n,
+            weight,
+            w_scale,
+            w_zero: vec![0; n],
+            bias,
         })
     }
 

@@ -113,9 +113,11 @@ impl Packed {
     }
 }
 
-/// A `MatMulInteger` layer: int8 weight `[k, n]`, per-output-channel scale and zero point, bias.
+/// A `MatMulInteger` layer as stored: int8 weight `[k, n]`, per-output-channel
+/// scale and zero point, bias. [`StoredQLinear::pack`] binds it; the bound
+/// layer does not keep these bytes.
 #[derive(Debug, Clone)]
-pub struct QLinear {
+pub struct StoredQLinear {
     /// Input features.
     pub k: usize,
     /// Output features.
@@ -126,6 +128,17 @@ pub struct QLinear {
     pub w_scale: Vec<f32>,
     /// Weight zero point, `[n]` (or `[1]`).
     pub w_zero: Vec<i8>,
+    /// Float bias `[n]` of the following Add, if any.
+    pub bias: Option<Vec<f32>>,
+}
+
+/// A bound `MatMulInteger` layer: its weight packed for this CPU.
+#[derive(Debug, Clone)]
+pub struct QLinear {
+    /// Input features.
+    pub k: usize,
+    /// Output features.
+    pub n: usize,
     /// Float bias `[n]` of the following Add, if any.
     pub bias: Option<Vec<f32>>,
     packed: Packed,
@@ -139,34 +152,24 @@ fn per_channel<T: Copy>(v: &[T], i: usize) -> T {
     }
 }
 
-impl QLinear {
-    /// Bind (transpose to `[n, k]` and pack) a `MatMulInteger` weight.
-    pub fn new(
-        k: usize,
-        n: usize,
-        weight: Vec<i8>,
-        w_scale: Vec<f32>,
-        w_zero: Vec<i8>,
-        bias: Option<Vec<f32>>,
-    ) -> Result<Self, KokoroError> {
-        let packed = Packed::new(k, n, &weight, &w_scale, &w_zero)?;
-        if let Some(b) = &bias {
-            crate::kernels::error::check_len("qlinear bias", n, b.len())?;
+impl StoredQLinear {
+    /// Transpose to `[n, k]` and pack for this CPU.
+    pub fn pack(self) -> Result<QLinear, KokoroError> {
+        let packed = Packed::new(self.k, self.n, &self.weight, &self.w_scale, &self.w_zero)?;
+        if let Some(b) = &self.bias {
+            crate::kernels::error::check_len("qlinear bias", self.n, b.len())?;
         }
-        Ok(Self {
-            k,
-            n,
-            weight,
-            w_scale,
-            w_zero,
-            bias,
+        Ok(QLinear {
+            k: self.k,
+            n: self.n,
+            bias: self.bias,
             packed,
         })
     }
 
     /// Layers sharing one input fused along the outputs (e.g. q, k, v): since
     /// they share the quantized activation, one GEMM gives identical results.
-    pub fn concat_outputs(parts: &[&QLinear]) -> Result<Self, KokoroError> {
+    pub fn concat_outputs(parts: &[&StoredQLinear]) -> Result<Self, KokoroError> {
         let k = parts.first().map_or(0, |p| p.k);
         if parts.iter().any(|p| p.k != k) || k == 0 {
             return Err(KokoroError::Kernel(KernelError::Param {
@@ -181,16 +184,10 @@ impl QLinear {
                 weight.extend_from_slice(&p.weight[r * p.n..(r + 1) * p.n]);
             }
         }
-        let expand = |p: &QLinear| -> (Vec<f32>, Vec<i8>) {
-            let s = (0..p.n).map(|c| per_channel(&p.w_scale, c)).collect();
-            let z = (0..p.n).map(|c| per_channel(&p.w_zero, c)).collect();
-            (s, z)
-        };
         let (mut w_scale, mut w_zero) = (Vec::with_capacity(n), Vec::with_capacity(n));
         for p in parts {
-            let (s, z) = expand(p);
-            w_scale.extend(s);
-            w_zero.extend(z);
+            w_scale.extend((0..p.n).map(|c| per_channel(&p.w_scale, c)));
+            w_zero.extend((0..p.n).map(|c| per_channel(&p.w_zero, c)));
         }
         let bias = if parts.iter().all(|p| p.bias.is_some()) {
             Some(
@@ -202,7 +199,61 @@ impl QLinear {
         } else {
             None
         };
-        Self::new(k, n, weight, w_scale, w_zero, bias)
+        Ok(Self {
+            k,
+            n,
+            weight,
+            w_scale,
+            w_zero,
+            bias,
+        })
+    }
+
+    /// Readable reference of [`QLinear::forward`] on this stored layer.
+    pub fn forward_reference(&self, x: &[f32], m: usize) -> Result<Vec<f32>, KokoroError> {
+        let mut xq = vec![0u8; x.len()];
+        let aq = dynamic_quantize(x, &mut xq)?;
+        crate::kernels::error::check_len("qlinear input", m * self.k, x.len())?;
+        let mut out = vec![0.0f32; m * self.n];
+        for r in 0..m {
+            for c in 0..self.n {
+                let zw = i32::from(per_channel(&self.w_zero, c));
+                let mut acc = 0i32;
+                for i in 0..self.k {
+                    let a = i32::from(xq[r * self.k + i]) - i32::from(aq.zero_point);
+                    let w = i32::from(self.weight[i * self.n + c]) - zw;
+                    acc = acc.wrapping_add(a * w);
+                }
+                let v = acc as f32 * (aq.scale * per_channel(&self.w_scale, c));
+                out[r * self.n + c] = match &self.bias {
+                    Some(b) => v + b[c],
+                    None => v,
+                };
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl QLinear {
+    /// Bind (transpose to `[n, k]` and pack) a `MatMulInteger` weight.
+    pub fn new(
+        k: usize,
+        n: usize,
+        weight: Vec<i8>,
+        w_scale: Vec<f32>,
+        w_zero: Vec<i8>,
+        bias: Option<Vec<f32>>,
+    ) -> Result<Self, KokoroError> {
+        StoredQLinear {
+            k,
+            n,
+            weight,
+            w_scale,
+            w_zero,
+            bias,
+        }
+        .pack()
     }
 
     /// `out[m, n] = dequant(MatMulInteger(quant(x[m, k]), W)) + bias` (x quantized as one tensor).
@@ -232,31 +283,6 @@ impl QLinear {
     ) -> Result<(), KokoroError> {
         self.packed
             .run(pool, x, m, self.k, self.bias.as_deref(), out, ws, qs)
-    }
-
-    /// Readable reference of [`QLinear::forward`].
-    pub fn forward_reference(&self, x: &[f32], m: usize) -> Result<Vec<f32>, KokoroError> {
-        let mut xq = vec![0u8; x.len()];
-        let aq = dynamic_quantize(x, &mut xq)?;
-        crate::kernels::error::check_len("qlinear input", m * self.k, x.len())?;
-        let mut out = vec![0.0f32; m * self.n];
-        for r in 0..m {
-            for c in 0..self.n {
-                let zw = i32::from(per_channel(&self.w_zero, c));
-                let mut acc = 0i32;
-                for i in 0..self.k {
-                    let a = i32::from(xq[r * self.k + i]) - i32::from(aq.zero_point);
-                    let w = i32::from(self.weight[i * self.n + c]) - zw;
-                    acc = acc.wrapping_add(a * w);
-                }
-                let v = acc as f32 * (aq.scale * per_channel(&self.w_scale, c));
-                out[r * self.n + c] = match &self.bias {
-                    Some(b) => v + b[c],
-                    None => v,
-                };
-            }
-        }
-        Ok(out)
     }
 }
 
@@ -776,22 +802,22 @@ mod tests {
     fn qlinear_fast_path_equals_reference() {
         let (k, n, m) = (70, 9, 5);
         let weight: Vec<i8> = (0..k * n).map(|i| ((i * 37) % 255) as i8).collect();
-        let l = QLinear::new(
+        let stored = StoredQLinear {
             k,
             n,
             weight,
-            (0..n).map(|i| 0.01 + i as f32 * 1e-3).collect(),
-            vec![0; n],
-            Some((0..n).map(|i| i as f32 * 0.1).collect()),
-        )
-        .expect("bind");
+            w_scale: (0..n).map(|i| 0.01 + i as f32 * 1e-3).collect(),
+            w_zero: vec![0; n],
+            bias: Some((0..n).map(|i| i as f32 * 0.1).collect()),
+        };
+        let l = stored.clone().pack().expect("bind");
         let x: Vec<f32> = (0..m * k)
             .map(|i| ((i * 7919) % 97) as f32 / 13.0 - 3.0)
             .collect();
         let mut out = vec![0.0f32; m * n];
         l.forward(&Serial, &x, m, &mut out, &mut MatmulWorkspace::default())
             .expect("forward");
-        assert_eq!(out, l.forward_reference(&x, m).expect("reference"));
+        assert_eq!(out, stored.forward_reference(&x, m).expect("reference"));
     }
 
     #[test]
