@@ -10,7 +10,7 @@ use voxlane_runtime::fetch::catalog::KOKORO_INT8;
 use voxlane_runtime::fetch::fetcher::Fetcher;
 use voxlane_runtime::io::read_npy;
 use voxlane_runtime::onnx::{convert, OnnxError, OnnxModel};
-use voxlane_runtime::weights::PackedFile;
+use voxlane_runtime::weights::{PackedFile, PackedWriter, PartRef};
 use voxlane_runtime::LanePool;
 
 fn onnx_path() -> std::path::PathBuf {
@@ -89,7 +89,42 @@ fn converted_weights_speak_bit_identically_and_damage_is_typed() {
         stale.get("voxlane.model_mtime_ns"),
         fresh.get("voxlane.model_mtime_ns")
     );
-    drop((c, d));
+    // A cache whose stamp matches but that cannot bind every conv (here an
+    // entry is missing, as after a packing change) still speaks the same
+    // bits, is removed after that load, and the next load writes it whole.
+    let whole = PackedFile::open(&cache).unwrap();
+    let entries = whole.entries().len();
+    let meta: Vec<(String, String)> = whole
+        .metadata()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut w = PackedWriter::create(&cache).unwrap();
+    for e in whole.entries().iter().skip(1) {
+        let parts: Vec<PartRef<'_>> = e
+            .parts
+            .iter()
+            .map(|p| PartRef {
+                name: &p.name,
+                dtype: p.dtype,
+                bytes: &p.data,
+            })
+            .collect();
+        w.push(&e.name, &e.format, &e.shape, &parts).unwrap();
+    }
+    let meta_ref: Vec<(&str, &str)> = meta.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+    w.finish(&meta_ref).unwrap();
+    drop(whole);
+    let mut e = KokoroTts::open(&vxw).unwrap();
+    assert_eq!(
+        bits(&wa),
+        bits(e.synthesize(&tokens, &style, 1.0, &pool).unwrap())
+    );
+    assert!(!cache.exists(), "a cache missing an entry is removed");
+    let _ = KokoroTts::open(&vxw).unwrap();
+    assert_eq!(PackedFile::open(&cache).unwrap().entries().len(), entries);
+    assert_eq!(std::fs::read(&cache).unwrap().len(), cache_bytes.len());
+    drop((c, d, e));
 
     // A truncated copy: the header survives, the tensors do not.
     let bytes = std::fs::read(&vxw).unwrap();

@@ -8,17 +8,24 @@
 //! file's length and modification time; a cache that does not match them,
 //! cannot be read, or lacks an entry is never trusted: what it cannot give
 //! is packed as usual, and a missing or unreadable cache is written anew
-//! (atomically, so an interrupted write leaves none). Writing is best
-//! effort: a read-only cache directory only costs the packing.
+//! (atomically, so an interrupted write leaves none). A readable cache that
+//! could not bind every conv (a packing changed, an entry was refused) is
+//! removed when the load finishes, so the next load writes it whole. The
+//! stamp carries [`PACK_LAYOUT`] too. Writing is best effort: a read-only
+//! cache directory only costs the packing.
 
 use crate::kernels::conv1d_int8::{Conv1dInt8, PreparedBufs};
 use crate::kernels::cpu::route_name;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use voxlane_runtime::weights::{DType, PackedFile, PackedWriter, PartRef};
 
 /// Format tag of a cached conv entry, before `/` and its tiles' name.
 const FORMAT: &str = "voxlane.conv1d_int8";
+
+/// Version of the packed layouts a cache holds: raise it with any change to
+/// how a route packs, so every older cache is rewritten at once.
+pub const PACK_LAYOUT: u32 = 1;
 
 /// Where the bind cache of voxlane weight file `model` lives on this CPU's route.
 pub fn cache_path(model: &Path) -> PathBuf {
@@ -34,6 +41,8 @@ pub struct BindCache {
     stamp: Vec<(&'static str, String)>,
     file: Option<PackedFile>,
     writer: RefCell<Option<PackedWriter>>,
+    /// A mapped cache failed to bind some conv: remove it at [`BindCache::finish`].
+    stale: Cell<bool>,
 }
 
 impl BindCache {
@@ -51,6 +60,7 @@ impl BindCache {
             .map_or(0, |d| d.as_nanos());
         let stamp = vec![
             ("voxlane.route", route_name()),
+            ("voxlane.pack_layout", PACK_LAYOUT.to_string()),
             ("voxlane.model_len", meta.len().to_string()),
             ("voxlane.model_mtime_ns", mtime.to_string()),
         ];
@@ -72,6 +82,7 @@ impl BindCache {
             stamp,
             file,
             writer: RefCell::new(writer),
+            stale: Cell::new(false),
         })
     }
 
@@ -98,11 +109,22 @@ impl BindCache {
         })
     }
 
-    /// Record conv `name`'s packed weights for the cache being written.
+    /// Record conv `name`'s packed weights for the cache being written; on a
+    /// mapped cache, note whether `conv` was bound from it.
     pub fn record(&self, name: &str, conv: &Conv1dInt8) {
         let (Some(prep), mut slot) = (conv.prepared(), self.writer.borrow_mut()) else {
             return;
         };
+        if let Some(file) = &self.file {
+            let mapped = file
+                .get(name)
+                .and_then(|e| e.part("packed"))
+                .is_some_and(|p| std::ptr::eq(p.data.as_ptr().cast::<i8>(), prep.packed.as_ptr()));
+            if !mapped {
+                self.stale.set(true);
+            }
+            return;
+        }
         let Some(w) = slot.as_mut() else { return };
         let wsum: Vec<u8> = prep.wsum.iter().flat_map(|v| v.to_le_bytes()).collect();
         let packed: &[u8] = bytemuck_i8(prep.packed);
@@ -125,8 +147,19 @@ impl BindCache {
         }
     }
 
-    /// Write the recorded cache (when one was being recorded); best effort.
+    /// Whether some conv was not bound from the mapped cache (it will be
+    /// removed at [`BindCache::finish`]).
+    pub fn is_stale(&self) -> bool {
+        self.stale.get()
+    }
+
+    /// Write the recorded cache (when one was being recorded), or remove a
+    /// stale one; best effort.
     pub fn finish(self) {
+        if self.stale.get() {
+            tracing::debug!("bind cache {} is stale: removed", self.path.display());
+            std::fs::remove_file(&self.path).ok();
+        }
         if let Some(w) = self.writer.into_inner() {
             let meta: Vec<(&str, &str)> =
                 self.stamp.iter().map(|(k, v)| (*k, v.as_str())).collect();

@@ -412,9 +412,10 @@ impl QConv {
     }
 }
 
-/// A bidirectional (or forward) `DynamicQuantizeLSTM`.
+/// A `DynamicQuantizeLSTM` as stored in the export: [`StoredQLstm::pack`]
+/// binds it; the bound [`QLstm`] keeps only its packed weights.
 #[derive(Debug, Clone)]
-pub struct QLstm {
+pub struct StoredQLstm {
     /// Input features.
     pub input: usize,
     /// Hidden size H.
@@ -431,6 +432,17 @@ pub struct QLstm {
     pub scales: [Vec<f32>; 2],
     /// Per-direction zero points of W and R.
     pub zeros: [Vec<i8>; 2],
+}
+
+/// A bidirectional (or forward) `DynamicQuantizeLSTM`.
+#[derive(Debug, Clone)]
+pub struct QLstm {
+    /// Input features.
+    pub input: usize,
+    /// Hidden size H.
+    pub hidden: usize,
+    /// Directions (1 or 2).
+    pub dirs: usize,
     /// Input projection of all directions: `[input, dirs·4H]` packed.
     w_packed: Packed,
     /// Recurrent weights per direction: `[H, 4H]` packed.
@@ -494,15 +506,43 @@ impl QLstm {
         scales: [Vec<f32>; 2],
         zeros: [Vec<i8>; 2],
     ) -> Result<Self, KokoroError> {
+        StoredQLstm {
+            input,
+            hidden,
+            dirs,
+            w,
+            r,
+            b,
+            scales,
+            zeros,
+        }
+        .pack()
+    }
+}
+
+impl StoredQLstm {
+    /// Pack the weights for this CPU (input projection of both directions as
+    /// one GEMM, recurrent weights per direction).
+    pub fn pack(&self) -> Result<QLstm, KokoroError> {
         use crate::kernels::error::check_len;
+        let StoredQLstm {
+            input,
+            hidden,
+            dirs,
+            ref w,
+            ref r,
+            ref b,
+            ref scales,
+            ref zeros,
+        } = *self;
         let g = 4 * hidden;
         check_len("qlstm W", dirs * input * g, w.len())?;
         check_len("qlstm R", dirs * hidden * g, r.len())?;
         check_len("qlstm B", dirs * 2 * g, b.len())?;
-        for v in &scales {
+        for v in scales {
             check_len("qlstm scales", dirs, v.len())?;
         }
-        for v in &zeros {
+        for v in zeros {
             check_len("qlstm zero points", dirs, v.len())?;
         }
         // W as one `[input, dirs·4H]` matrix: both directions share the
@@ -533,21 +573,62 @@ impl QLstm {
             let bd = &b[d * 2 * g..(d + 1) * 2 * g];
             bias.extend((0..g).map(|j| bd[j] + bd[g + j]));
         }
-        Ok(Self {
+        Ok(QLstm {
             input,
             hidden,
             dirs,
-            w,
-            r,
-            b,
-            scales,
-            zeros,
             w_packed,
             r_packed,
             bias,
         })
     }
 
+    /// Readable reference of [`QLstm::forward`] (exact `exp`-based gates).
+    pub fn forward_reference(&self, x: &[f32], t: usize) -> Result<Vec<f32>, KokoroError> {
+        let (h, g, k) = (self.hidden, 4 * self.hidden, self.input);
+        let mut xq = vec![0u8; x.len()];
+        let ax = dynamic_quantize(x, &mut xq)?;
+        let mut out = vec![0.0f32; t * self.dirs * h];
+        let sig = |v: f32| 1.0 / (1.0 + (-v).exp());
+        for d in 0..self.dirs {
+            let (wd, rd) = (&self.w[d * k * g..], &self.r[d * h * g..]);
+            let (zw, zr) = (i32::from(self.zeros[0][d]), i32::from(self.zeros[1][d]));
+            let (mut hs, mut cs) = (vec![0.0f32; h], vec![0.0f32; h]);
+            let mut hq = vec![0u8; h];
+            for step in 0..t {
+                let s = if d == 0 { step } else { t - 1 - step };
+                let ah = dynamic_quantize(&hs, &mut hq)?;
+                let mut gates = vec![0.0f32; g];
+                for (j, gate) in gates.iter_mut().enumerate() {
+                    let mut ax_acc = 0i32;
+                    for i in 0..k {
+                        let a = i32::from(xq[s * k + i]) - i32::from(ax.zero_point);
+                        ax_acc += a * (i32::from(wd[i * g + j]) - zw);
+                    }
+                    let mut ah_acc = 0i32;
+                    for i in 0..h {
+                        let a = i32::from(hq[i]) - i32::from(ah.zero_point);
+                        ah_acc += a * (i32::from(rd[i * g + j]) - zr);
+                    }
+                    let xp = ax_acc as f32 * (ax.scale * self.scales[0][d]);
+                    let hp = ah_acc as f32 * (ah.scale * self.scales[1][d]);
+                    let bd = &self.b[d * 2 * g..];
+                    *gate = (hp + xp) + (bd[j] + bd[g + j]);
+                }
+                for j in 0..h {
+                    let (i_g, o_g) = (sig(gates[j]), sig(gates[h + j]));
+                    let (f_g, c_g) = (sig(gates[2 * h + j]), gates[3 * h + j].tanh());
+                    cs[j] = cs[j] * f_g + i_g * c_g;
+                    hs[j] = o_g * cs[j].tanh();
+                }
+                out[s * self.dirs * h + d * h..][..h].copy_from_slice(&hs);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl QLstm {
     /// A workspace for sequences of up to `max_t` steps.
     pub fn workspace(&self, max_t: usize) -> QLstmWorkspace {
         let mut ws = QLstmWorkspace::default();
@@ -645,49 +726,6 @@ impl QLstm {
             st.hs[s * h..(s + 1) * h].copy_from_slice(&st.h[..h]);
         }
         Ok(())
-    }
-
-    /// Readable reference of [`QLstm::forward`] (exact `exp`-based gates).
-    pub fn forward_reference(&self, x: &[f32], t: usize) -> Result<Vec<f32>, KokoroError> {
-        let (h, g, k) = (self.hidden, 4 * self.hidden, self.input);
-        let mut xq = vec![0u8; x.len()];
-        let ax = dynamic_quantize(x, &mut xq)?;
-        let mut out = vec![0.0f32; t * self.dirs * h];
-        let sig = |v: f32| 1.0 / (1.0 + (-v).exp());
-        for d in 0..self.dirs {
-            let (wd, rd) = (&self.w[d * k * g..], &self.r[d * h * g..]);
-            let (zw, zr) = (i32::from(self.zeros[0][d]), i32::from(self.zeros[1][d]));
-            let (mut hs, mut cs) = (vec![0.0f32; h], vec![0.0f32; h]);
-            let mut hq = vec![0u8; h];
-            for step in 0..t {
-                let s = if d == 0 { step } else { t - 1 - step };
-                let ah = dynamic_quantize(&hs, &mut hq)?;
-                let mut gates = vec![0.0f32; g];
-                for (j, gate) in gates.iter_mut().enumerate() {
-                    let mut ax_acc = 0i32;
-                    for i in 0..k {
-                        let a = i32::from(xq[s * k + i]) - i32::from(ax.zero_point);
-                        ax_acc += a * (i32::from(wd[i * g + j]) - zw);
-                    }
-                    let mut ah_acc = 0i32;
-                    for i in 0..h {
-                        let a = i32::from(hq[i]) - i32::from(ah.zero_point);
-                        ah_acc += a * (i32::from(rd[i * g + j]) - zr);
-                    }
-                    let xp = ax_acc as f32 * (ax.scale * self.scales[0][d]);
-                    let hp = ah_acc as f32 * (ah.scale * self.scales[1][d]);
-                    *gate = (hp + xp) + self.bias[d * g + j];
-                }
-                for j in 0..h {
-                    let (i_g, o_g) = (sig(gates[j]), sig(gates[h + j]));
-                    let (f_g, c_g) = (sig(gates[2 * h + j]), gates[3 * h + j].tanh());
-                    cs[j] = cs[j] * f_g + i_g * c_g;
-                    hs[j] = o_g * cs[j].tanh();
-                }
-                out[s * self.dirs * h + d * h..][..h].copy_from_slice(&hs);
-            }
-        }
-        Ok(out)
     }
 }
 
@@ -818,6 +856,47 @@ mod tests {
         l.forward(&Serial, &x, m, &mut out, &mut MatmulWorkspace::default())
             .expect("forward");
         assert_eq!(out, stored.forward_reference(&x, m).expect("reference"));
+    }
+
+    #[test]
+    fn qlstm_fast_path_follows_the_reference() {
+        // Both directions, odd sizes, a non-zero weight zero point; the fast
+        // path's gate approximations and the step-by-step requantization of
+        // h keep it within a few quantization steps of the exact reference.
+        let (input, hidden, dirs, t) = (19, 7, 2, 13);
+        let g = 4 * hidden;
+        let wave = |n: usize, mul: usize| -> Vec<i8> {
+            (0..n).map(|i| ((i * mul) % 129) as i8 - 64).collect()
+        };
+        let stored = StoredQLstm {
+            input,
+            hidden,
+            dirs,
+            w: wave(dirs * input * g, 37),
+            r: wave(dirs * hidden * g, 53),
+            b: (0..dirs * 2 * g)
+                .map(|i| ((i % 11) as f32 - 5.0) * 0.05)
+                .collect(),
+            scales: [vec![0.004, 0.006], vec![0.01, 0.008]],
+            zeros: [vec![0, 3], vec![-2, 0]],
+        };
+        let lstm = stored.pack().expect("pack");
+        let x: Vec<f32> = (0..t * input)
+            .map(|i| ((i * 7919) % 97) as f32 / 24.0 - 2.0)
+            .collect();
+        let mut out = vec![0.0f32; t * dirs * hidden];
+        let mut ws = lstm.workspace(t);
+        lstm.forward(&Serial, &x, t, &mut out, &mut ws)
+            .expect("forward");
+        let want = stored.forward_reference(&x, t).expect("reference");
+        let spread = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        assert!(
+            spread > 0.2,
+            "the reference output is nearly flat: {spread}"
+        );
+        for (i, (a, b)) in out.iter().zip(&want).enumerate() {
+            assert!((a - b).abs() <= 1e-3, "h[{i}]: fast {a} vs reference {b}");
+        }
     }
 
     #[test]
