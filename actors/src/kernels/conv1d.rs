@@ -442,17 +442,47 @@ impl Conv1d {
     ) -> Result<Self, KernelError> {
         params.validate()?;
         check_len("conv1d weight", params.weight_len(), weight.len())?;
+        let p = &params;
+        let (cig, cog, k) = (p.c_in / p.groups, p.c_out / p.groups, p.kernel);
+        Self::with_route_from(
+            params,
+            |g: usize, o: usize, i: usize, tap: usize| weight[((g * cog + o) * cig + i) * k + tap],
+            bias,
+            route,
+        )
+    }
+
+    /// As [`Conv1d::with_route`], each weight read through `at(group,
+    /// output in group, input in group, tap)`: a caller that derives the
+    /// weights (a transposed conv's phases) packs them without building the
+    /// `[c_out, c_in/groups, kernel]` array first.
+    pub fn with_route_from(
+        params: Conv1dParams,
+        at: impl Fn(usize, usize, usize, usize) -> f32,
+        bias: Option<&[f32]>,
+        route: Conv1dRoute,
+    ) -> Result<Self, KernelError> {
+        params.validate()?;
         if let Some(b) = bias {
             check_len("conv1d bias", params.c_out, b.len())?;
         }
         let p = &params;
         let (cig, cog, k) = (p.c_in / p.groups, p.c_out / p.groups, p.kernel);
-        let at =
-            |g: usize, o: usize, i: usize, tap: usize| weight[((g * cog + o) * cig + i) * k + tap];
+        let plain = || {
+            let mut w = Vec::with_capacity(p.weight_len());
+            for g in 0..p.groups {
+                for o in 0..cog {
+                    for i in 0..cig {
+                        w.extend((0..k).map(|tap| at(g, o, i, tap)));
+                    }
+                }
+            }
+            w
+        };
         let (route, weights) = if cig == 1 {
-            (Route::Depthwise, weight.to_vec())
+            (Route::Depthwise, plain())
         } else if route == Conv1dRoute::Gemm {
-            let mut packed = vec![0.0; weight.len()];
+            let mut packed = vec![0.0; p.weight_len()];
             for g in 0..p.groups {
                 for tap in 0..k {
                     for o in 0..cog {
@@ -465,19 +495,31 @@ impl Conv1d {
             (Route::Gemm, packed)
         } else if p.stride == 1 && route == Conv1dRoute::Bf16 {
             (
-                Route::Bf16(Bf16Conv::new(p, weight, simd_level())),
+                Route::Bf16(Bf16Conv::new(p, &plain(), simd_level())),
                 Vec::new(),
             )
         } else if p.stride == 1 {
             let blocks = cog.div_ceil(MR);
             let mut direct = vec![0.0; p.groups * blocks * cig * k * MR];
+            // In runs of 16 inputs: a run's weights of every output sit in
+            // 16 source rows per output block (a sweep of all inputs per
+            // block would stride whole rows, and a transposed conv's source
+            // strides whole output planes, missing the TLB on every read).
+            const RUN: usize = 16;
             for g in 0..p.groups {
-                for o in 0..cog {
-                    let (b, r) = (o / MR, o % MR);
-                    for i in 0..cig {
-                        for tap in 0..k {
-                            direct[(((g * blocks + b) * cig + i) * k + tap) * MR + r] =
-                                at(g, o, i, tap);
+                for i0 in (0..cig).step_by(RUN) {
+                    for b in 0..blocks {
+                        for i in i0..(i0 + RUN).min(cig) {
+                            let dst =
+                                &mut direct[((g * blocks + b) * cig + i) * k * MR..][..k * MR];
+                            for (tap, lanes) in dst.chunks_exact_mut(MR).enumerate() {
+                                for (r, d) in lanes.iter_mut().enumerate() {
+                                    let o = b * MR + r;
+                                    if o < cog {
+                                        *d = at(g, o, i, tap);
+                                    }
+                                }
+                            }
                         }
                     }
                 }

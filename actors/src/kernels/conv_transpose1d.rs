@@ -284,35 +284,28 @@ impl ConvTranspose1d {
         let ip = Conv1dParams::new(p.c_in, s * p.c_out, m)
             .groups(g)
             .padding(m - 1, 0);
-        let mut w2 = vec![0.0; ip.weight_len()];
-        let mut b2 = vec![0.0; s * p.c_out];
-        // In 16 × 16 tiles of (input, output) channels: a tile reads 16
-        // contiguous runs of source rows and writes `s` phase rows × 16
-        // output columns, each a contiguous run (a walk along either side
-        // alone strides the other by whole rows and misses on every access).
-        const TILE: usize = 16;
-        for gi in 0..g {
-            for c0 in (0..cig).step_by(TILE) {
-                for o0 in (0..cog).step_by(TILE) {
-                    for cil in c0..(c0 + TILE).min(cig) {
-                        for col in o0..(o0 + TILE).min(cog) {
-                            let row = &weight[((gi * cig + cil) * cog + col) * k..][..k];
-                            for (tap, &v) in row.iter().enumerate() {
-                                let (rho, q) = (tap % s, m - 1 - tap / s);
-                                let o2 = (gi * s + rho) * cog + col;
-                                w2[(o2 * cig + cil) * m + q] = v;
-                            }
-                        }
-                    }
-                }
+        // Inner output o2 = (group, phase ρ, column) in its group's s·cog
+        // outputs; its tap q reads original tap ρ + (M − 1 − q)·s (zero past
+        // the kernel). Read straight from `weight` while the inner conv
+        // packs (no intermediate copy of the phase weights).
+        let at = |gi: usize, o2: usize, cil: usize, q: usize| {
+            let (rho, col) = (o2 / cog, o2 % cog);
+            let tap = rho + (m - 1 - q) * s;
+            if tap < k {
+                weight[((gi * cig + cil) * cog + col) * k + tap]
+            } else {
+                0.0
             }
+        };
+        let mut b2 = vec![0.0; s * p.c_out];
+        for gi in 0..g {
             for rho in 0..s {
                 for col in 0..cog {
                     b2[(gi * s + rho) * cog + col] = bias.map_or(0.0, |b| b[gi * cog + col]);
                 }
             }
         }
-        let inner = Conv1d::with_route(ip, &w2, bias.map(|_| &b2[..]), route)?;
+        let inner = Conv1d::with_route_from(ip, at, bias.map(|_| &b2[..]), route)?;
         Ok(Self {
             params,
             weight: Vec::new(),

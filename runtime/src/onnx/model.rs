@@ -200,6 +200,10 @@ pub struct Graph {
     pub value_info: Vec<ValueInfo>,
     pub(crate) init_index: HashMap<String, usize>,
     pub(crate) node_index: HashMap<String, usize>,
+    /// Value name → the first node producing it.
+    pub(crate) producer_index: HashMap<String, usize>,
+    /// Value name → the nodes consuming it, in node order.
+    pub(crate) consumer_index: HashMap<String, Vec<usize>>,
 }
 
 impl Graph {
@@ -215,16 +219,36 @@ impl Graph {
 
     /// The node that produces value `value`.
     pub fn producer(&self, value: &str) -> Option<&Node> {
-        self.nodes
-            .iter()
-            .find(|n| n.outputs.iter().any(|o| o == value))
+        if !self.indexed() {
+            return self
+                .nodes
+                .iter()
+                .find(|n| n.outputs.iter().any(|o| o == value));
+        }
+        self.producer_index.get(value).map(|&i| &self.nodes[i])
     }
 
     /// The nodes that consume value `value`.
     pub fn consumers<'g>(&'g self, value: &'g str) -> impl Iterator<Item = &'g Node> + 'g {
-        self.nodes
-            .iter()
-            .filter(move |n| n.inputs.iter().any(|i| i == value))
+        // A graph built without its index (`Default` plus nodes) scans.
+        let (indexed, scan) = match self.indexed() {
+            true => (self.consumer_index.get(value).map(Vec::as_slice), None),
+            false => (None, Some(self.nodes.iter())),
+        };
+        indexed
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.nodes[i])
+            .chain(
+                scan.into_iter()
+                    .flatten()
+                    .filter(move |n| n.inputs.iter().any(|i| i == value)),
+            )
+    }
+
+    /// Whether the value indexes cover the nodes (a parsed graph's do).
+    fn indexed(&self) -> bool {
+        self.nodes.is_empty() || !self.producer_index.is_empty() || !self.consumer_index.is_empty()
     }
 
     pub(crate) fn build_index(&mut self) {
@@ -241,5 +265,21 @@ impl Graph {
             .filter(|(_, n)| !n.name.is_empty())
             .map(|(i, n)| (n.name.clone(), i))
             .collect();
+        // Graph walks (a node's producer, its consumers) were linear scans
+        // of every node, thousands per model load.
+        self.producer_index.clear();
+        self.consumer_index.clear();
+        for (i, n) in self.nodes.iter().enumerate() {
+            for o in &n.outputs {
+                self.producer_index.entry(o.clone()).or_insert(i);
+            }
+            for v in &n.inputs {
+                let users = self.consumer_index.entry(v.clone()).or_default();
+                // A node reading one value twice is still one consumer.
+                if users.last() != Some(&i) {
+                    users.push(i);
+                }
+            }
+        }
     }
 }

@@ -158,3 +158,41 @@ fn converted_weights_speak_bit_identically_and_damage_is_typed() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Load time of the cached voxlane weight file with its bind cache (the
+/// default model as `voxlane speak` opens it): median of 7 opens, wall and
+/// this thread's CPU time. Run with `--ignored --nocapture`.
+#[test]
+#[ignore = "measurement: run explicitly"]
+fn time_kokoro_open() {
+    let fetcher = Fetcher::new().expect("cache directory");
+    let vxw = std::fs::read_dir(fetcher.path_of(&KOKORO_INT8).parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|e| e == "vxw"))
+        .expect("a converted .vxw in the model cache: run `voxlane speak` once");
+    let cpu = || -> f64 {
+        let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+        s.split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1e6
+    };
+    drop(KokoroTts::open(&vxw).unwrap());
+    let mut runs: Vec<(f64, f64)> = (0..7)
+        .map(|_| {
+            let (t0, c0) = (Instant::now(), cpu());
+            let tts = KokoroTts::open(&vxw).unwrap();
+            let r = (t0.elapsed().as_secs_f64() * 1e3, cpu() - c0);
+            drop(tts);
+            r
+        })
+        .collect();
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (wall, cpu_ms) = runs[3];
+    println!(
+        "KokoroTts::open({}): median {wall:.1} ms wall, {cpu_ms:.1} ms CPU",
+        vxw.display()
+    );
+}

@@ -246,6 +246,24 @@ impl Weights {
         })
     }
 
+    /// As [`Weights::int8`] from int8 weights stored `[K, N]` (ONNX's
+    /// MatMul B), transposed while packing (no transposed copy first).
+    pub fn int8_kn(
+        w: &[i8],
+        n: usize,
+        k: usize,
+        scales: &[f32],
+        zero_points: &[i32],
+    ) -> Result<Self, KernelError> {
+        check_dims(n, k)?;
+        let packed = self::int8::Int8Weights::prepare_kn(w, n, k, scales, zero_points)?;
+        Ok(Self {
+            n,
+            k,
+            packed: Packed::Int8(packed),
+        })
+    }
+
     /// Output features N (rows of W).
     pub fn n(&self) -> usize {
         self.n

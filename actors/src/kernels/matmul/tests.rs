@@ -149,28 +149,27 @@ fn check_int8(m: usize, n: usize, k: usize, unsigned: bool, per_channel: bool, s
         .collect();
     let b = rnd_vec(seed ^ 5, n);
     let want = reference::matmul_int8(&a, m, k, w, n, &scales, &zps, Some(&b)).unwrap();
-    let prepared = Weights::int8(w, n, k, &scales, &zps).unwrap();
+    let mut prepared = vec![("[n, k]", Weights::int8(w, n, k, &scales, &zps).unwrap())];
+    if !unsigned {
+        // ONNX's [k, n] layout, transposed while packing.
+        let kn = transpose(&signed, n, k).unwrap();
+        prepared.push((
+            "[k, n]",
+            Weights::int8_kn(&kn, n, k, &scales, &zps).unwrap(),
+        ));
+    }
     let pool = LanePool::new(1).unwrap();
     let mut ws = MatmulWorkspace::new(m, k);
     for level in cpu::available_levels() {
-        let mut got = vec![f32::NAN; m * n];
-        matmul_with(
-            level,
-            &a,
-            m,
-            k,
-            &prepared,
-            Some(&b),
-            &mut got,
-            &mut ws,
-            &pool,
-        )
-        .unwrap();
-        assert_eq!(
-            bits(&want),
-            bits(&got),
-            "int8 {level:?} m={m} n={n} k={k} u8={unsigned}"
-        );
+        for (layout, weights) in &prepared {
+            let mut got = vec![f32::NAN; m * n];
+            matmul_with(level, &a, m, k, weights, Some(&b), &mut got, &mut ws, &pool).unwrap();
+            assert_eq!(
+                bits(&want),
+                bits(&got),
+                "int8 {level:?} m={m} n={n} k={k} u8={unsigned} {layout}"
+            );
+        }
     }
 }
 

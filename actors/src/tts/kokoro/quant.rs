@@ -24,8 +24,7 @@ use crate::kernels::conv1d_int8::{Conv1dInt8, Conv1dInt8Workspace, PreparedBufs}
 use crate::kernels::cpu::simd_level;
 use crate::kernels::elementwise::fast_math::{sigmoid_inplace, tanh_inplace};
 use crate::kernels::matmul::{
-    matmul_ws, quantize_activations, transpose, ActivationQuant, IntWeights, MatmulWorkspace,
-    Weights,
+    matmul_ws, quantize_activations, ActivationQuant, IntWeights, MatmulWorkspace, Weights,
 };
 use crate::kernels::KernelError;
 
@@ -66,15 +65,8 @@ impl Packed {
         if qgemm::available() {
             return Ok(Self::Vnni(PackedInt8::new(k, n, w, scale, zero)?));
         }
-        let wt = transpose(w, k, n)?;
         let zps: Vec<i32> = zero.iter().map(|&z| i32::from(z)).collect();
-        Ok(Self::Dot(Weights::int8(
-            IntWeights::I8(&wt),
-            n,
-            k,
-            scale,
-            &zps,
-        )?))
+        Ok(Self::Dot(Weights::int8_kn(w, n, k, scale, &zps)?))
     }
 
     #[allow(clippy::too_many_arguments)]
