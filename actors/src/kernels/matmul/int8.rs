@@ -110,59 +110,15 @@ fn per_channel<T: Copy>(what: &'static str, v: &[T], n: usize) -> Result<Vec<T>,
 }
 
 impl Int8Weights {
-    /// As [`Int8Weights::prepare`] from int8 weights stored `[k, n]` (ONNX's
-    /// MatMul B), transposed straight into the padded rows.
-    pub(super) fn prepare_kn(
-        w: &[i8],
-        n: usize,
-        k: usize,
-        scales: &[f32],
-        zero_points: &[i32],
-    ) -> Result<Self, KernelError> {
-        let scale = per_channel("int8 scales", scales, n)?;
-        let zps = per_channel("int8 zero points", zero_points, n)?;
-        check_len("int8 weights", n * k, w.len())?;
-        if let Some(z) = zps.iter().find(|z| !(-128..=127).contains(*z)) {
-            return Err(KernelError::Param {
-                what: "int8 zero points",
-                detail: format!("{z} is outside -128..=127"),
-            });
-        }
-        let kp = k.div_ceil(KPAD) * KPAD;
-        let mut quants = vec![0i8; n * kp];
-        // In 16 × 16 tiles: 16 source rows and 16 destination rows stay in L1.
-        const TILE: usize = 16;
-        for r0 in (0..k).step_by(TILE) {
-            let r1 = (r0 + TILE).min(k);
-            for c0 in (0..n).step_by(TILE) {
-                for c in c0..(c0 + TILE).min(n) {
-                    let dst = &mut quants[c * kp + r0..c * kp + r1];
-                    for (d, r) in dst.iter_mut().zip(r0..r1) {
-                        *d = w[r * n + c];
-                    }
-                }
-            }
-        }
-        let row_sums = quants
-            .chunks_exact(kp.max(1))
-            .take(n)
-            .map(|row| row[..k].iter().fold(0i32, |s, &v| s.wrapping_add(v as i32)))
-            .collect();
-        Ok(Self {
-            quants,
-            kp,
-            zero: zps,
-            scale,
-            row_sums,
-        })
-    }
-
+    /// Pack weights stored `[n, k]` (rows of W), or `[k, n]` with `stored_kn`
+    /// (ONNX's MatMul B, transposed straight into the padded rows).
     pub(super) fn prepare(
         w: IntWeights<'_>,
         n: usize,
         k: usize,
         scales: &[f32],
         zero_points: &[i32],
+        stored_kn: bool,
     ) -> Result<Self, KernelError> {
         let scale = per_channel("int8 scales", scales, n)?;
         let zps = per_channel("int8 zero points", zero_points, n)?;
@@ -177,21 +133,45 @@ impl Int8Weights {
                 detail: format!("{z} is outside {range:?}"),
             });
         }
+        // Stored value `i`, uint8 shifted to int8.
+        let value = |i: usize| match w {
+            IntWeights::I8(d) => d[i],
+            IntWeights::U8(d) => (d[i] as i32 - 128) as i8,
+        };
         let kp = k.div_ceil(KPAD) * KPAD;
         let mut quants = vec![0i8; n * kp];
-        let mut row_sums = Vec::with_capacity(n);
-        for r in 0..n {
-            let dst = &mut quants[r * kp..r * kp + k];
-            match w {
-                IntWeights::I8(d) => dst.copy_from_slice(&d[r * k..(r + 1) * k]),
-                IntWeights::U8(d) => {
-                    for (o, &v) in dst.iter_mut().zip(&d[r * k..(r + 1) * k]) {
-                        *o = (v as i32 - 128) as i8;
+        if stored_kn {
+            // In 16 × 16 tiles: 16 source and 16 destination rows stay in L1.
+            const TILE: usize = 16;
+            for r0 in (0..k).step_by(TILE) {
+                let r1 = (r0 + TILE).min(k);
+                for c0 in (0..n).step_by(TILE) {
+                    for c in c0..(c0 + TILE).min(n) {
+                        let dst = &mut quants[c * kp + r0..c * kp + r1];
+                        for (d, r) in dst.iter_mut().zip(r0..r1) {
+                            *d = value(r * n + c);
+                        }
                     }
                 }
             }
-            row_sums.push(dst.iter().fold(0i32, |s, &v| s.wrapping_add(v as i32)));
+        } else {
+            for r in 0..n {
+                let dst = &mut quants[r * kp..r * kp + k];
+                match w {
+                    IntWeights::I8(d) => dst.copy_from_slice(&d[r * k..(r + 1) * k]),
+                    IntWeights::U8(_) => {
+                        for (i, o) in dst.iter_mut().enumerate() {
+                            *o = value(r * k + i);
+                        }
+                    }
+                }
+            }
         }
+        let row_sums = quants
+            .chunks_exact(kp.max(1))
+            .take(n)
+            .map(|row| row[..k].iter().fold(0i32, |s, &v| s.wrapping_add(v as i32)))
+            .collect();
         Ok(Self {
             quants,
             kp,

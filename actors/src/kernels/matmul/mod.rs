@@ -237,13 +237,7 @@ impl Weights {
         scales: &[f32],
         zero_points: &[i32],
     ) -> Result<Self, KernelError> {
-        check_dims(n, k)?;
-        let packed = self::int8::Int8Weights::prepare(w, n, k, scales, zero_points)?;
-        Ok(Self {
-            n,
-            k,
-            packed: Packed::Int8(packed),
-        })
+        Self::int8_stored(w, n, k, scales, zero_points, false)
     }
 
     /// As [`Weights::int8`] from int8 weights stored `[K, N]` (ONNX's
@@ -255,8 +249,19 @@ impl Weights {
         scales: &[f32],
         zero_points: &[i32],
     ) -> Result<Self, KernelError> {
+        Self::int8_stored(IntWeights::I8(w), n, k, scales, zero_points, true)
+    }
+
+    fn int8_stored(
+        w: IntWeights<'_>,
+        n: usize,
+        k: usize,
+        scales: &[f32],
+        zero_points: &[i32],
+        stored_kn: bool,
+    ) -> Result<Self, KernelError> {
         check_dims(n, k)?;
-        let packed = self::int8::Int8Weights::prepare_kn(w, n, k, scales, zero_points)?;
+        let packed = self::int8::Int8Weights::prepare(w, n, k, scales, zero_points, stored_kn)?;
         Ok(Self {
             n,
             k,
