@@ -852,9 +852,9 @@ mod tests {
 
     #[test]
     fn qlstm_fast_path_follows_the_reference() {
-        // Both directions, odd sizes, a non-zero weight zero point; the fast
-        // path's gate approximations and the step-by-step requantization of
-        // h keep it within a few quantization steps of the exact reference.
+        // Both directions, odd sizes, non-zero weight zero points; the fast
+        // path's gate approximations stay within 1e-3 of the exact `exp`
+        // gates here (measured ~1e-8: no requantization of h flipped).
         let (input, hidden, dirs, t) = (19, 7, 2, 13);
         let g = 4 * hidden;
         let wave = |n: usize, mul: usize| -> Vec<i8> {
