@@ -61,6 +61,25 @@ pub struct ShellState {
     pub shutdown: Shutdown,
 }
 
+/// Kernel send buffer of every connection (accepted sockets inherit the
+/// listener's): fixed, not autotuned up to `tcp_wmem`'s maximum (4 MB, ~90 s
+/// of 24 kHz PCM), so audio a client does not read waits in the bounded
+/// synthesis queue instead of the kernel.
+const SEND_BUFFER: u32 = 256 * 1024;
+
+/// A listening socket on `addr` with [`SEND_BUFFER`].
+fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let sock = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    sock.set_reuseaddr(true)?;
+    sock.set_send_buffer_size(SEND_BUFFER)?;
+    sock.bind(addr)?;
+    sock.listen(1024)
+}
+
 /// A bound listener, ready to serve routes.
 #[derive(Debug)]
 pub struct Shell {
@@ -76,12 +95,10 @@ impl Shell {
         if config.max_streams == 0 {
             return Err(ServeError::Config("max_streams must be at least 1".into()));
         }
-        let listener = tokio::net::TcpListener::bind(config.addr)
-            .await
-            .map_err(|source| ServeError::Bind {
-                addr: config.addr,
-                source,
-            })?;
+        let listener = listen(config.addr).map_err(|source| ServeError::Bind {
+            addr: config.addr,
+            source,
+        })?;
         let metrics = Arc::new(Metrics::new());
         let streams = StreamLimit::new(config.max_streams, &metrics);
         let (trigger, shutdown) = Shutdown::channel();

@@ -16,8 +16,11 @@ use voxlane_actors::tts::voices::Voices;
 use voxlane_runtime::DiagnosticsSnapshot;
 use voxlane_runtime::{PoolError, PoolOptions};
 
-/// Chunks in flight between a worker and its client (back-pressure beyond).
-const CHUNKS_IN_FLIGHT: usize = 4;
+/// Chunks in flight between a worker and its client (back-pressure beyond):
+/// one waits while the client plays the one before (a chunk holds up to
+/// ~30 s of audio, so more would hold minutes of audio a slow client has
+/// not asked for yet).
+const CHUNKS_IN_FLIGHT: usize = 1;
 
 /// One synthesized piece of audio and the words timed in it.
 #[derive(Debug, Clone, PartialEq)]
