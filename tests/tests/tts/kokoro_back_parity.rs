@@ -40,6 +40,13 @@ fn load(case: usize, name: &str) -> Vec<f32> {
         .to_f32()
 }
 
+/// A fixture's back-half inputs: `asr`, `f0`, `n` and the decoder style.
+fn back_inputs(case: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>) {
+    let mut style = load(case, "style");
+    style.truncate(STYLE_DIM);
+    (load(case, "asr"), load(case, "f0"), load(case, "n"), style)
+}
+
 /// Pearson correlation and max absolute error.
 fn compare(got: &[f32], want: &[f32]) -> (f64, f64) {
     assert_eq!(got.len(), want.len(), "length mismatch");
@@ -187,9 +194,8 @@ fn streamed_windows_sound_like_the_whole_utterance() {
     let mut back = KokoroBack::load(&model).expect("load decoder + generator");
     let pool = LanePool::new(2).expect("lane pool");
     for case in 0..3 {
-        let (asr, f0, n) = (load(case, "asr"), load(case, "f0"), load(case, "n"));
-        let style = load(case, "style");
-        let style = &style[..STYLE_DIM];
+        let (asr, f0, n, style) = back_inputs(case);
+        let style = &style[..];
         let f = asr.len() / 512;
         let whole = back.run(&asr, &f0, &n, style, &pool).expect("whole run");
         let plan = StreamShape::EARLY.plan(f).expect("long enough to stream");
@@ -272,9 +278,8 @@ fn first_window_quality_by_size() {
         };
         let mut line = format!("first {first:2} ctx {context}:");
         for case in 0..3 {
-            let (asr, f0, n) = (load(case, "asr"), load(case, "f0"), load(case, "n"));
-            let style = load(case, "style");
-            let style = &style[..STYLE_DIM];
+            let (asr, f0, n, style) = back_inputs(case);
+            let style = &style[..];
             let f = asr.len() / 512;
             let whole = back.run(&asr, &f0, &n, style, &pool).expect("whole run");
             let plan = shape.plan(f).expect("plan");
