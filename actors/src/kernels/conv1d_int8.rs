@@ -20,6 +20,10 @@
 //!   and `vpmaddwd` against weights stored as i16 for that route (AVX2; exact,
 //!   unlike the saturating `vpmaddubsw`; twice the bytes, ~15% off a Kokoro
 //!   second on Zen 3), or scalar.
+//!   On the AVX2 route a stride-1, one-group conv with `k ≥ 3` takes
+//!   Winograd F(4,3) tiles instead ([`winograd`]): half the `vpmaddwd`s per
+//!   three taps (the multiply pipe is the limit: one `vpmaddwd` a cycle on
+//!   Zen 3), exact, so its sums are the direct route's bits.
 //!   The zero points are then applied with precomputed sums:
 //!   `Σ(x−zx)(w−zw) = Σxw − zx·Σw − zw·Σx + N·zx·zw`, `Σx` being the sum of
 //!   the input window (per frame, from per-frame column sums).
@@ -34,6 +38,7 @@
 use voxlane_runtime::Fork;
 
 use super::conv1d::{check_pad, out_len_padded, pad_into, pad_rows, Conv1dParams};
+use super::conv1d_winograd as winograd;
 use super::cpu::{self, simd_level, SimdLevel};
 use super::error::{check_len, KernelError};
 use super::matmul::{quantize_activations, ActivationQuant, IntWeights};
@@ -207,7 +212,7 @@ fn amx_wanted(level: SimdLevel, allowed: bool) -> bool {
 fn amx_slack(tiles: Tiles, cbs: usize, cb_stride: usize) -> usize {
     match tiles {
         Tiles::Amx => (cbs.div_ceil(16) * 16 - cbs) * cb_stride + 4 * AMX_T + 64,
-        Tiles::Vector | Tiles::Wide => 0,
+        Tiles::Vector | Tiles::Wide | Tiles::Winograd => 0,
     }
 }
 
@@ -219,6 +224,21 @@ fn int_route(level: SimdLevel) -> IntRoute {
         SimdLevel::Avx512 | SimdLevel::Avx2 => IntRoute::Avx2,
         SimdLevel::Scalar => IntRoute::Scalar,
     }
+}
+
+/// Which optional tiles a conv may take (both on by default; tests and
+/// benches turn them off to compare).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Allow {
+    amx: bool,
+    winograd: bool,
+}
+
+impl Allow {
+    const ALL: Allow = Allow {
+        amx: true,
+        winograd: true,
+    };
 }
 
 /// Which register tiles the dense weights are packed for: one copy only
@@ -234,13 +254,19 @@ enum Tiles {
     /// `[group][co block of 32][ci/64][k][2][16][64]`: AMX weight tiles
     /// (16 output channels × 64 input channels each, 4-channel groups).
     Amx,
+    /// The AVX2 route's Winograd F(4,3) weights (stride 1, one group; see
+    /// [`winograd`]): `[slot][co block][ci/4][tap group][MR][4]` i16.
+    Winograd,
 }
 
 impl Tiles {
-    /// The tiles a dense conv at `level` runs on (AMX `allowed` by the conv).
-    fn for_route(level: SimdLevel, allowed: bool) -> Self {
-        if amx_wanted(level, allowed) {
+    /// The tiles a dense conv with parameters `p` at `level` runs on (AMX
+    /// and Winograd tiles where the conv allows them).
+    fn for_route(level: SimdLevel, allow: Allow, p: &Conv1dParams) -> Self {
+        if amx_wanted(level, allow.amx) {
             Tiles::Amx
+        } else if int_route(level) == IntRoute::Avx2 && allow.winograd && winograd::eligible(p) {
+            Tiles::Winograd
         } else if int_route(level) == IntRoute::Avx2 {
             Tiles::Wide
         } else {
@@ -254,13 +280,14 @@ impl Tiles {
             Tiles::Vector => "vector-i8",
             Tiles::Wide => "wide-i16",
             Tiles::Amx => "amx-i8",
+            Tiles::Winograd => "wino43-i16",
         }
     }
 
     /// Bytes per packed weight.
     fn width(self) -> usize {
         match self {
-            Tiles::Wide => 2,
+            Tiles::Wide | Tiles::Winograd => 2,
             Tiles::Vector | Tiles::Amx => 1,
         }
     }
@@ -268,7 +295,7 @@ impl Tiles {
     /// Store weight `v` (an i8 value) at packed byte index `i`.
     fn put(self, packed: &mut [i8], i: usize, v: i32) {
         match self {
-            Tiles::Wide => {
+            Tiles::Wide | Tiles::Winograd => {
                 let [lo, hi] = (v as i16).to_le_bytes();
                 packed[i] = lo as i8;
                 packed[i + 1] = hi as i8;
@@ -280,7 +307,9 @@ impl Tiles {
     /// The weight at packed byte index `i`.
     fn get(self, packed: &[i8], i: usize) -> i32 {
         match self {
-            Tiles::Wide => i16::from_le_bytes([packed[i] as u8, packed[i + 1] as u8]) as i32,
+            Tiles::Wide | Tiles::Winograd => {
+                i16::from_le_bytes([packed[i] as u8, packed[i + 1] as u8]) as i32
+            }
             Tiles::Vector | Tiles::Amx => packed[i] as i32,
         }
     }
@@ -290,6 +319,9 @@ impl Tiles {
     fn pack(self, p: &Conv1dParams, cbs: usize, src: &[i8]) -> Vec<i8> {
         let (cig, cog, k) = (p.c_in / p.groups, p.c_out / p.groups, p.kernel);
         let at = |co: usize, ci: usize, tap: usize| src[(co * cig + ci) * k + tap] as i32;
+        if self == Tiles::Winograd {
+            return winograd::pack_weights(p, MR, cbs, src);
+        }
         let mut out = vec![0i8; self.len(p.groups, cog, cbs, k)];
         if self == Tiles::Amx {
             for g in 0..p.groups {
@@ -336,6 +368,27 @@ impl Tiles {
                 groups * cog.div_ceil(MR) * cbs * k * MR * 4 * self.width()
             }
             Tiles::Amx => groups * cog.div_ceil(AMX_CO) * cbs.div_ceil(16) * k * AMX_CO * 64,
+            Tiles::Winograd => groups * winograd::weights_len(cog, MR, cbs, k),
+        }
+    }
+
+    /// The shifted weight (group `g`, local output `o`, input `ci`, tap) of a packing.
+    #[allow(clippy::too_many_arguments)]
+    fn weight(
+        self,
+        packed: &[i8],
+        g: usize,
+        o: usize,
+        ci: usize,
+        tap: usize,
+        cog: usize,
+        cbs: usize,
+        k: usize,
+    ) -> i32 {
+        match self {
+            // One group only (see `winograd::eligible`).
+            Tiles::Winograd => winograd::weight_of(packed, o, ci, tap, MR, cog, cbs, k),
+            _ => self.get(packed, self.index(g, o, ci, tap, cog, cbs, k)),
         }
     }
 
@@ -352,7 +405,8 @@ impl Tiles {
         k: usize,
     ) -> usize {
         match self {
-            Tiles::Vector | Tiles::Wide => {
+            // Winograd weights are transformed: read them through `weight`.
+            Tiles::Vector | Tiles::Wide | Tiles::Winograd => {
                 let (blocks, b, r) = (cog.div_ceil(MR), o / MR, o % MR);
                 let i = ((((g * blocks + b) * cbs + ci / 4) * k + tap) * MR + r) * 4 + ci % 4;
                 i * self.width()
@@ -418,8 +472,8 @@ pub struct Conv1dInt8 {
     /// Per tap `k`: `k·d = q·s + r` as `(q, r)`.
     taps: Vec<(usize, usize)>,
     level: SimdLevel,
-    /// AMX allowed (see [`Conv1dInt8::set_amx`]).
-    amx: bool,
+    /// AMX and Winograd tiles allowed (see [`Conv1dInt8::set_amx`]).
+    allow: Allow,
 }
 
 /// Reusable scratch for [`Conv1dInt8`]; sized once, shared by any number of convs.
@@ -441,8 +495,13 @@ struct PackScratch {
     xpack: Vec<u8>,
     /// Dense route with weight zero points: `[group][t_pad]` channel sums.
     colsum: Vec<i32>,
-    /// Byte offset of each tap inside a packed channel block.
+    /// Byte offset of each tap inside a packed channel block (Winograd: of
+    /// each tap group inside a transformed block).
     tap_off: Vec<usize>,
+    /// Winograd route: the input's phases ([`winograd::Geometry`]).
+    phases: Vec<u8>,
+    /// Winograd route: one batch of transformed tiles.
+    transformed: Vec<i16>,
 }
 
 fn grow<T: Copy + Default>(v: &mut Vec<T>, n: usize) {
@@ -479,6 +538,8 @@ impl Conv1dInt8Workspace {
             + self.pack.xpack.len()
             + self.pack.colsum.len() * 4
             + self.pack.tap_off.len() * 8
+            + self.pack.phases.len()
+            + self.pack.transformed.len() * 2
     }
 }
 
@@ -606,7 +667,7 @@ impl Conv1dInt8 {
             }
             Layout::Depthwise { centered }
         } else if let Some(prep) = prepared {
-            let tiles = Tiles::for_route(simd_level(), true);
+            let tiles = Tiles::for_route(simd_level(), Allow::ALL, p);
             let want = tiles.len(p.groups, p.c_out / p.groups, cbs, k);
             if prep.tiles != tiles.name() || prep.packed.len() != want || prep.wsum.len() != p.c_out
             {
@@ -628,7 +689,7 @@ impl Conv1dInt8 {
                 tiles,
             }
         } else {
-            let tiles = Tiles::for_route(simd_level(), true);
+            let tiles = Tiles::for_route(simd_level(), Allow::ALL, p);
             // In range by construction: i8 as is, u8 − 128 (one pass, in order).
             let src: Vec<i8> = match weights {
                 IntWeights::I8(d) => d.to_vec(),
@@ -658,7 +719,7 @@ impl Conv1dInt8 {
             cbs,
             taps,
             level: simd_level(),
-            amx: true,
+            allow: Allow::ALL,
         })
     }
 
@@ -676,8 +737,20 @@ impl Conv1dInt8 {
     /// Allow AMX tiles at the AVX-512 level where the CPU has them (default:
     /// on); off keeps the VNNI route (tests compare the two).
     pub fn set_amx(&mut self, on: bool) {
-        self.amx = on;
+        self.allow.amx = on;
         self.repack();
+    }
+
+    /// Allow the Winograd tiles on the AVX2 route where the shape takes them
+    /// (default: on); off keeps the direct tiles (benches compare the two).
+    pub fn set_winograd(&mut self, on: bool) {
+        self.allow.winograd = on;
+        self.repack();
+    }
+
+    /// The dense weights' tiles by name (`None` for a depthwise conv).
+    pub fn tiles(&self) -> Option<&'static str> {
+        self.prepared().map(|p| p.tiles)
     }
 
     /// Whether the dense route runs on AMX tiles.
@@ -694,7 +767,7 @@ impl Conv1dInt8 {
     /// Re-pack dense weights for the tiles the current route needs (the same
     /// bytes, permuted; bind-time work).
     fn repack(&mut self) {
-        let want = Tiles::for_route(self.level, self.amx);
+        let want = Tiles::for_route(self.level, self.allow, &self.params);
         let p = self.params;
         let (cog, k, cbs) = (p.c_out / p.groups, p.kernel, self.cbs);
         if let Layout::Dense { packed, tiles, .. } = &mut self.layout {
@@ -705,7 +778,7 @@ impl Conv1dInt8 {
             let mut src = vec![0i8; p.c_out * cig * k];
             for (i, v) in src.iter_mut().enumerate() {
                 let (co, ci, tap) = (i / (cig * k), i / k % cig, i % k);
-                *v = old.get(packed, old.index(co / cog, co % cog, ci, tap, cog, cbs, k)) as i8;
+                *v = old.weight(packed, co / cog, co % cog, ci, tap, cog, cbs, k) as i8;
             }
             *packed = want.pack(&p, cbs, &src).into();
             *tiles = want;
@@ -731,7 +804,19 @@ impl Conv1dInt8 {
         let p = &self.params;
         let t_out = out_len_padded(tp, p.span(), p.stride)?;
         grow(&mut ps.xpad, p.c_in * tp);
-        if let Layout::Dense { tiles, .. } = self.layout {
+        if let Layout::Dense {
+            tiles: Tiles::Winograd,
+            ..
+        } = self.layout
+        {
+            let geo = winograd::Geometry::new(p, t_out);
+            grow(&mut ps.phases, geo.phase_len());
+            grow(&mut ps.transformed, geo.transformed_len());
+            if self.any_zero {
+                grow(&mut ps.colsum, tp);
+            }
+            grow(&mut ps.tap_off, p.kernel);
+        } else if let Layout::Dense { tiles, .. } = self.layout {
             let row = self.pack_row(tp, t_out);
             let cb_stride = p.stride * row * 4;
             grow(
@@ -958,6 +1043,9 @@ impl Conv1dInt8 {
         zx: u8,
         sink: Sink,
     ) -> Result<(), KernelError> {
+        if tiles == Tiles::Winograd {
+            return self.run_winograd(pool, packed, wsum, ps, tp, t_out, zx, sink);
+        }
         let p = &self.params;
         let (s, k, cbs) = (p.stride, p.kernel, self.cbs);
         let cig = p.c_in / p.groups;
@@ -996,28 +1084,7 @@ impl Conv1dInt8 {
                 }
             }
         })?;
-        // Per-frame channel sums of each group, for the weight zero points.
-        if self.any_zero {
-            let colsum = Shared(ps.colsum.as_mut_ptr());
-            pool.for_each_chunk(tp, 1024, |range| {
-                for g in 0..p.groups {
-                    // SAFETY: this chunk alone writes frames `range` of each group row.
-                    let dst = unsafe {
-                        std::slice::from_raw_parts_mut(
-                            colsum.ptr().add(g * tp + range.start),
-                            range.len(),
-                        )
-                    };
-                    dst.fill(0);
-                    for ci in 0..cig {
-                        let src = &xpad[(g * cig + ci) * tp..][range.clone()];
-                        for (d, x) in dst.iter_mut().zip(src) {
-                            *d += *x as i32;
-                        }
-                    }
-                }
-            })?;
-        }
+        self.column_sums(pool, xpad, &mut ps.colsum, tp)?;
         let ctx = Dense {
             conv: self,
             packed,
@@ -1040,7 +1107,7 @@ impl Conv1dInt8 {
         let time_chunks = t_out.div_ceil(TIME_CHUNK);
         let co_block = match tiles {
             Tiles::Amx => AMX_CO,
-            Tiles::Vector | Tiles::Wide => MR,
+            Tiles::Vector | Tiles::Wide | Tiles::Winograd => MR,
         };
         let blocks = (p.c_out / p.groups).div_ceil(co_block);
         let parts = MIN_UNITS.div_ceil(time_chunks).clamp(1, blocks);
@@ -1057,10 +1124,115 @@ impl Conv1dInt8 {
                 );
                 match tiles {
                     Tiles::Amx => ctx.chunk_amx(frames, blocks),
-                    Tiles::Vector | Tiles::Wide => ctx.chunk(frames, blocks),
+                    Tiles::Vector | Tiles::Wide | Tiles::Winograd => ctx.chunk(frames, blocks),
                 }
             }
         })?;
+        Ok(())
+    }
+
+    /// Per-frame channel sums of each group of the padded input, for the
+    /// weight zero points (nothing without them).
+    fn column_sums(
+        &self,
+        pool: &impl Fork,
+        xpad: &[u8],
+        colsum: &mut [i32],
+        tp: usize,
+    ) -> Result<(), KernelError> {
+        if !self.any_zero {
+            return Ok(());
+        }
+        let p = &self.params;
+        let cig = p.c_in / p.groups;
+        let colsum = Shared(colsum.as_mut_ptr());
+        pool.for_each_chunk(tp, 1024, |range| {
+            for g in 0..p.groups {
+                // SAFETY: this chunk alone writes frames `range` of each group
+                // row; the caller reserved `groups · tp` sums.
+                let dst = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        colsum.ptr().add(g * tp + range.start),
+                        range.len(),
+                    )
+                };
+                dst.fill(0);
+                for ci in 0..cig {
+                    let src = &xpad[(g * cig + ci) * tp..][range.clone()];
+                    for (d, x) in dst.iter_mut().zip(src) {
+                        *d += *x as i32;
+                    }
+                }
+            }
+        })?;
+        Ok(())
+    }
+
+    /// The Winograd route of a dense conv ([`winograd`]): phases, then per
+    /// batch of tiles the transform and the slot GEMMs with their output
+    /// transform, zero-point correction and sink.
+    #[allow(clippy::too_many_arguments)]
+    fn run_winograd(
+        &self,
+        pool: &impl Fork,
+        packed: &[i8],
+        wsum: &[i32],
+        ps: &mut PackScratch,
+        tp: usize,
+        t_out: usize,
+        zx: u8,
+        sink: Sink,
+    ) -> Result<(), KernelError> {
+        let p = &self.params;
+        let geo = winograd::Geometry::new(p, t_out);
+        let cbs = self.cbs;
+        let xpad = &ps.xpad[..p.c_in * tp];
+        let plen = geo.phase_len() / cbs;
+        pool.for_each_chunk_mut(&mut ps.phases[..geo.phase_len()], plen, |cb, dst| {
+            winograd::pack_phases(&geo, xpad, p.c_in, tp, cb, dst)
+        })?;
+        self.column_sums(pool, xpad, &mut ps.colsum, tp)?;
+        let groups = winograd::groups(p.kernel);
+        for (g, off) in ps.tap_off[..groups].iter_mut().enumerate() {
+            *off = 2 * geo.group_offset(g);
+        }
+        let blocks = p.c_out.div_ceil(MR);
+        let phases = &ps.phases[..geo.phase_len()];
+        for q0 in (0..geo.tiles).step_by(geo.batch) {
+            let bl = geo.block_len();
+            pool.for_each_chunk_mut(
+                &mut ps.transformed[..geo.transformed_len()],
+                bl,
+                |cb, dst| winograd::transform(&geo, &phases[cb * plen..][..plen], q0, dst),
+            )?;
+            let ctx = Dense {
+                conv: self,
+                packed,
+                wsum,
+                xpack: &[],
+                colsum: if self.any_zero { &ps.colsum[..tp] } else { &[] },
+                tap_off: &ps.tap_off[..groups],
+                cb_stride: 2 * bl,
+                tp,
+                t_out,
+                zx: zx as i32,
+                sink,
+                route: IntRoute::Avx2,
+                width: 2,
+            };
+            let v = &ps.transformed[..geo.transformed_len()];
+            let units = (geo.tiles - q0).min(geo.batch) / winograd::UNIT_Q;
+            let parts = MIN_UNITS.div_ceil(units).clamp(1, blocks);
+            let per_part = blocks.div_ceil(parts);
+            let parts = blocks.div_ceil(per_part);
+            pool.for_each_chunk(units * parts, 1, |us| {
+                for u in us {
+                    let (unit, part) = (u / parts, u % parts);
+                    let b0 = part * per_part;
+                    ctx.winograd_unit(&geo, v, q0, unit, b0..(b0 + per_part).min(blocks));
+                }
+            })?;
+        }
         Ok(())
     }
 
@@ -1269,6 +1441,120 @@ impl Dense<'_> {
 }
 
 impl Dense<'_> {
+    /// Winograd unit `unit` of the batch from tile `q0` (transformed tiles
+    /// `v`), output blocks `block_range`: per group of blocks and phase, the
+    /// six slot GEMMs (slot outer: one slot's input panel stays in L1 while
+    /// the blocks' weights stream), the output transform into frame rows,
+    /// then the rows' finish.
+    fn winograd_unit(
+        &self,
+        geo: &winograd::Geometry,
+        v: &[i16],
+        q0: usize,
+        unit: usize,
+        block_range: std::ops::Range<usize>,
+    ) {
+        let t0 = (q0 + unit * winograd::UNIT_Q) * winograd::OUTS * geo.d;
+        if t0 >= self.t_out {
+            return;
+        }
+        // A last unit needing at most 8 tiles per phase computes only those.
+        let half = (self.t_out - t0).div_ceil(winograd::OUTS * geo.d) <= 8;
+        // Row buffers sized for the dilation (they are zeroed per unit).
+        const F: usize = winograd::OUTS * winograd::UNIT_Q;
+        const H: usize = winograd::UNIT_Q / 2;
+        const Q: usize = winograd::UNIT_Q;
+        match (geo.d, half) {
+            (1, true) => self.winograd_rows::<F, H>(geo, v, t0, unit, block_range),
+            (1, false) => self.winograd_rows::<F, Q>(geo, v, t0, unit, block_range),
+            (2, true) => self.winograd_rows::<{ 2 * F }, H>(geo, v, t0, unit, block_range),
+            (2, false) => self.winograd_rows::<{ 2 * F }, Q>(geo, v, t0, unit, block_range),
+            (3 | 4, true) => self.winograd_rows::<{ 4 * F }, H>(geo, v, t0, unit, block_range),
+            (3 | 4, false) => self.winograd_rows::<{ 4 * F }, Q>(geo, v, t0, unit, block_range),
+            (_, true) => self.winograd_rows::<{ winograd::MAX_DILATION * F }, H>(
+                geo,
+                v,
+                t0,
+                unit,
+                block_range,
+            ),
+            (_, false) => self.winograd_rows::<{ winograd::MAX_DILATION * F }, Q>(
+                geo,
+                v,
+                t0,
+                unit,
+                block_range,
+            ),
+        }
+    }
+
+    /// [`Dense::winograd_unit`] from output frame `t0` with rows of
+    /// `FRAMES ≥ 4·d·UNIT_Q` frames, computing `N` tiles per phase.
+    fn winograd_rows<const FRAMES: usize, const N: usize>(
+        &self,
+        geo: &winograd::Geometry,
+        v: &[i16],
+        t0: usize,
+        unit: usize,
+        block_range: std::ops::Range<usize>,
+    ) {
+        const UQ: usize = winograd::UNIT_Q;
+        assert!(winograd::OUTS * geo.d * UQ <= FRAMES && N <= UQ);
+        /// Output blocks sharing one pass over the input panels.
+        const BG: usize = 8;
+        let p = &self.conv.params;
+        let (d, cbs) = (geo.d, geo.cbs);
+        let n = (winograd::OUTS * d * N).min(self.t_out - t0);
+        let mut window = [0i32; FRAMES];
+        self.window_sums(0, t0, &mut window[..n]);
+        let mut acc = [[[[0i32; N]; MR]; winograd::SLOTS]; BG];
+        let mut rows = [[[0i32; FRAMES]; MR]; BG];
+        let groups = self.tap_off.len();
+        let wslot = cbs * groups * MR * 4 * 2;
+        let blocks = p.c_out.div_ceil(MR);
+        let vb: &[u8] = bytes_of(v);
+        let max_off = self.tap_off.iter().max().copied().unwrap_or(0);
+        let mut b0 = block_range.start;
+        while b0 < block_range.end {
+            let nb = BG.min(block_range.end - b0);
+            for r0 in 0..d {
+                for slot in 0..winograd::SLOTS {
+                    let at = 2 * ((slot * geo.rhos * d + r0) * geo.vq + unit * UQ) * 4;
+                    let x = &vb[at..];
+                    // Whole 8-tile vectors of every channel block and group stay inside `v`.
+                    assert!(x.len() >= (cbs - 1) * self.cb_stride + max_off + 8 * UQ);
+                    for (bi, acc) in acc.iter_mut().take(nb).enumerate() {
+                        let w = &self.packed[(slot * blocks + b0 + bi) * wslot..][..wslot];
+                        tile_i16(x, w, cbs, self.cb_stride, self.tap_off, &mut acc[slot]);
+                    }
+                }
+                for (bi, (acc, rows)) in acc.iter().zip(rows.iter_mut()).take(nb).enumerate() {
+                    let nr = MR.min(p.c_out - (b0 + bi) * MR);
+                    for (r, row) in rows.iter_mut().take(nr).enumerate() {
+                        let sums: [&[i32; N]; winograd::SLOTS] =
+                            std::array::from_fn(|s| &acc[s][r]);
+                        winograd::untransform(&sums, d, r0, row);
+                    }
+                }
+            }
+            for (bi, rows) in rows.iter_mut().take(nb).enumerate() {
+                let b = b0 + bi;
+                let nr = MR.min(p.c_out - b * MR);
+                let rows = rows.iter_mut().take(nr).map(|a| &mut a[..]);
+                self.finish_rows(self.route, rows, b * MR, t0, n, &window[..n]);
+            }
+            b0 += nb;
+        }
+    }
+}
+
+/// The bytes of an i16 slice (for the byte-addressed tiles).
+fn bytes_of(v: &[i16]) -> &[u8] {
+    // SAFETY: i16 has no padding and u8 alignment is 1; same memory, twice the length.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+impl Dense<'_> {
     /// As [`Dense::chunk`] on AMX tiles: blocks of [`AMX_CO`] output
     /// channels × [`AMX_T`] frames, weights `[ci/64][k]` tile pairs.
     fn chunk_amx(&self, frames: std::ops::Range<usize>, block_range: std::ops::Range<usize>) {
@@ -1417,7 +1703,7 @@ fn tile(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2 was detected; reads as above (8-frame vectors ≤ 16-frame ones).
         IntRoute::Avx2 => unsafe {
-            x86::tile_avx2(
+            x86::tile_avx2::<false, TILE>(
                 x.as_ptr().add(4 * t),
                 w.as_ptr(),
                 cbs,
@@ -1445,6 +1731,50 @@ fn tile(
                     wi += 4 * MR;
                 }
             }
+        }
+    }
+}
+
+/// As [`tile`] on the AVX2 route over i16 inputs (8 bytes a frame: the
+/// Winograd route's transformed tiles) from frame 0 of `x`.
+#[allow(clippy::too_many_arguments)]
+fn tile_i16<const N: usize>(
+    x: &[u8],
+    w: &[i8],
+    cbs: usize,
+    cb_stride: usize,
+    tap_off: &[usize],
+    acc: &mut [[i32; N]; MR],
+) {
+    let n = N;
+    assert!(w.len() >= cbs * tap_off.len() * MR * 4 * 2);
+    #[cfg(target_arch = "x86_64")]
+    if cpu::features().avx2_fma {
+        // SAFETY: AVX2 was detected; the caller asserted the reads of whole
+        // 8-frame vectors stay inside `x`, and `w` is checked above.
+        unsafe {
+            x86::tile_avx2::<true, N>(x.as_ptr(), w.as_ptr(), cbs, cb_stride, tap_off, n, acc)
+        };
+        return;
+    }
+    for a in acc.iter_mut() {
+        a[..n].fill(0);
+    }
+    let at = |i: usize| i16::from_le_bytes([x[i], x[i + 1]]) as i32;
+    let wt = |i: usize| i16::from_le_bytes([w[i] as u8, w[i + 1] as u8]) as i32;
+    let mut wi = 0;
+    for cb in 0..cbs {
+        for &off in tap_off {
+            let xr = cb * cb_stride + off;
+            for (r, a) in acc.iter_mut().enumerate() {
+                for (f, o) in a[..n].iter_mut().enumerate() {
+                    let d = (0..4).fold(0i32, |s, j| {
+                        s.wrapping_add(at(xr + 8 * f + 2 * j).wrapping_mul(wt(wi + 8 * r + 2 * j)))
+                    });
+                    *o = o.wrapping_add(d);
+                }
+            }
+            wi += 8 * MR;
         }
     }
 }
@@ -1634,15 +1964,17 @@ mod x86 {
     /// # Safety
     /// Needs AVX2; reads as [`tile_vnni`] for `⌈n/8⌉` 8-frame vectors.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn tile_avx2(
+    pub(super) unsafe fn tile_avx2<const I16: bool, const N: usize>(
         x: *const u8,
         w: *const i8,
         cbs: usize,
         cb_stride: usize,
         tap_off: &[usize],
         n: usize,
-        acc: &mut [[i32; TILE]; MR],
+        acc: &mut [[i32; N]; MR],
     ) {
+        // Bytes per frame of 4 channels: u8 widened here, or i16 as stored.
+        let fb = if I16 { 8 } else { 4 };
         let mut t = 0;
         while t < n {
             // lo: frames t..t+4 (as pairs of channel pairs), hi: t+4..t+8.
@@ -1650,11 +1982,20 @@ mod x86 {
             let mut hi = [_mm256_setzero_si256(); MR];
             let mut wp = w;
             for cb in 0..cbs {
-                let xc = x.wrapping_add(cb * cb_stride + 4 * t);
+                let xc = x.wrapping_add(cb * cb_stride + fb * t);
                 for &off in tap_off {
                     let xr = xc.wrapping_add(off);
-                    let xl = _mm256_cvtepu8_epi16(_mm_loadu_si128(xr as *const _));
-                    let xh = _mm256_cvtepu8_epi16(_mm_loadu_si128(xr.wrapping_add(16) as *const _));
+                    let (xl, xh) = if I16 {
+                        (
+                            _mm256_loadu_si256(xr as *const _),
+                            _mm256_loadu_si256(xr.wrapping_add(32) as *const _),
+                        )
+                    } else {
+                        (
+                            _mm256_cvtepu8_epi16(_mm_loadu_si128(xr as *const _)),
+                            _mm256_cvtepu8_epi16(_mm_loadu_si128(xr.wrapping_add(16) as *const _)),
+                        )
+                    };
                     #[allow(clippy::needless_range_loop)]
                     for r in 0..MR {
                         // Four i16 weights, the same in every 64-bit lane.
@@ -1773,6 +2114,11 @@ mod tests {
             }
         }
 
+        /// Scales for every output channel (the zero points' count).
+        fn zps_scales(&self) -> Vec<f32> {
+            self.zps.iter().map(|_| 0.01).collect()
+        }
+
         fn w(&self) -> IntWeights<'_> {
             if self.signed {
                 IntWeights::I8(&self.i8s)
@@ -1840,6 +2186,112 @@ mod tests {
             return;
         }
         route_matches_reference(SimdLevel::Avx2, IntRoute::Avx2, Tiles::Wide);
+    }
+
+    /// The AVX2 route's Winograd tiles return the reference's sums bit for
+    /// bit: every kernel length's tap grouping, dilations (phases), ragged
+    /// channel blocks and tiles, weight zero points, and the extremes.
+    fn winograd_matches_reference(
+        p: Conv1dParams,
+        t: usize,
+        seed: u64,
+        signed: bool,
+        extreme: bool,
+    ) {
+        let mut w = W::new(seed, &p, signed, true);
+        let mut xq: Vec<u8> = rnd(seed ^ 3, p.c_in * t)
+            .iter()
+            .map(|v| (v % 256) as u8)
+            .collect();
+        if extreme {
+            // Largest |Σ x·w|: every input 255, every weight −128 (zero point 0).
+            xq.fill(255);
+            w.i8s.fill(-128);
+            w.u8s.fill(0);
+            w.zps.fill(if signed { 0 } else { 128 });
+        }
+        let zx = (seed % 256) as u8;
+        let want = conv_integer_reference(&p, w.w(), &w.zps, &xq, zx, t).unwrap();
+        let mut conv = Conv1dInt8::new(p, w.w(), &w.zps_scales(), &w.zps, None).unwrap();
+        conv.set_level(SimdLevel::Avx2);
+        assert!(matches!(
+            conv.layout,
+            Layout::Dense {
+                tiles: Tiles::Winograd,
+                ..
+            }
+        ));
+        let mut got = vec![i32::MIN; want.len()];
+        let mut ws = Conv1dInt8Workspace::new();
+        let pool = LanePool::new(2).unwrap();
+        conv.conv_integer(&pool, &xq, zx, t, &mut got, &mut ws)
+            .unwrap();
+        assert_eq!(got, want, "{p:?} t {t}");
+        // Back to the direct tiles and again: the transformed weights invert.
+        conv.set_level(SimdLevel::Scalar);
+        conv.conv_integer(&pool, &xq, zx, t, &mut got, &mut ws)
+            .unwrap();
+        assert_eq!(got, want, "{p:?} t {t} after re-packing");
+    }
+
+    #[test]
+    fn winograd_route_matches_reference_at_model_shapes_and_extremes() {
+        if !crate::kernels::cpu::features().avx2_fma || crate::kernels::cpu::features().avx_vnni {
+            eprintln!(
+                "skipped: the Winograd tiles are the plain AVX2 route's (AVX2 without AVX-VNNI)"
+            );
+            return;
+        }
+        // Kokoro's generator convs (k 3/7/11, dilations 1/3/5, 64–256 channels)
+        // and a decoder conv; the largest c_in·k the route takes at the extremes.
+        for (i, (c_in, c_out, k, d, t)) in [
+            (128, 128, 11, 5, 700),
+            (64, 64, 7, 3, 333),
+            (256, 256, 3, 1, 130),
+            (1090, 64, 3, 1, 90),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let pad = (k - 1) * d / 2;
+            let p = Conv1dParams::new(c_in, c_out, k)
+                .dilation(d)
+                .padding(pad, pad);
+            winograd_matches_reference(p, t, i as u64, i % 2 == 0, false);
+        }
+        let p = Conv1dParams::new(winograd::MAX_TERMS / 11, 6, 11).padding(5, 5);
+        assert!(winograd::eligible(&p));
+        winograd_matches_reference(p, 40, 1, true, true);
+        winograd_matches_reference(p, 40, 2, false, true);
+        // One term past the bound takes the direct tiles.
+        assert!(!winograd::eligible(&Conv1dParams::new(
+            winograd::MAX_TERMS / 11 + 1,
+            6,
+            11
+        )));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn winograd_route_matches_reference(
+            c_in in 2usize..23,
+            c_out in 1usize..15,
+            k in 3usize..14,
+            d in 1usize..7,
+            extra in 0usize..90,
+            pads in (0usize..6, 0usize..6),
+            seed in any::<u64>(),
+            signed in any::<bool>(),
+        ) {
+            let f = crate::kernels::cpu::features();
+            if f.avx2_fma && !f.avx_vnni {
+                let p = Conv1dParams::new(c_in, c_out, k).dilation(d).padding(pads.0, pads.1);
+                let t = p.span().saturating_sub(pads.0 + pads.1).max(1) + extra;
+                winograd_matches_reference(p, t, seed, signed, false);
+            }
+        }
     }
 
     #[test]
@@ -2129,6 +2581,65 @@ mod tests {
     /// Ad-hoc timing against the f32 direct route (run with `--ignored --nocapture`).
     #[test]
     #[ignore]
+    fn profile_tile_i16() {
+        let cbs = 32;
+        for (stride, groups) in [(128usize, 1usize), (12672, 1), (512, 4), (12672, 4)] {
+            let x = vec![1u8; cbs * stride + 4096];
+            let w = vec![1i8; cbs * groups * MR * 8 * 8];
+            let offs: Vec<usize> = (0..groups).map(|g| g * 8).collect();
+            let mut acc = [[0i32; 16]; MR];
+            let reps = 200_000 / groups;
+            let start = std::time::Instant::now();
+            for _ in 0..reps {
+                tile_i16(&x, &w, cbs, stride, &offs, &mut acc);
+                std::hint::black_box(&mut acc);
+            }
+            let s = start.elapsed().as_secs_f64();
+            let madds = (reps * cbs * groups * MR * 2 * 2) as f64;
+            println!(
+                "stride {stride} groups {groups}: {:.2} Gmadd/s",
+                madds / s / 1e9
+            );
+        }
+    }
+
+    #[test]
+    #[ignore = "timing"]
+    fn profile_winograd() {
+        for (c, k, d, t) in [(256, 7, 3, 800), (128, 3, 1, 4800), (128, 11, 5, 4800)] {
+            let pad = (k - 1) * d / 2;
+            let p = Conv1dParams::new(c, c, k).dilation(d).padding(pad, pad);
+            let wq: Vec<i8> = rnd(1, p.weight_len())
+                .iter()
+                .map(|v| (v % 256) as u8 as i8)
+                .collect();
+            let int8 = Conv1dInt8::new(p, IntWeights::I8(&wq), &[0.01], &[0], None).unwrap();
+            let mut ws = int8.workspace(t).unwrap();
+            let mut out = vec![0.0; c * p.out_len(t).unwrap()];
+            let xq: Vec<u8> = (0..c * t).map(|i| (i % 251) as u8).collect();
+            let aq = ActivationQuant {
+                scale: 0.01,
+                zero_point: 3,
+            };
+            let pool = LanePool::new(1).unwrap();
+            let reps = std::env::var("REPS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(50);
+            let start = std::time::Instant::now();
+            for _ in 0..reps {
+                int8.forward_quantized(&pool, &xq, aq, t, &mut out, &mut ws)
+                    .unwrap();
+            }
+            println!(
+                "{c} k{k} d{d}: {:.3} ms",
+                start.elapsed().as_secs_f64() / reps as f64 * 1e3
+            );
+        }
+    }
+
+    #[test]
+    #[ignore = "timing"]
     fn time_kokoro_int8() {
         use crate::kernels::conv1d::Conv1d;
         for (c, k, d, t) in [(256, 7, 3, 800), (128, 3, 1, 4800), (128, 11, 5, 4800)] {
@@ -2158,11 +2669,19 @@ mod tests {
             };
             let tf = time(&mut || f32c.forward(&pool, &x, t, &mut out, &mut fws).unwrap());
             let ti = time(&mut || int8.forward(&pool, &x, t, &mut out, &mut ws).unwrap());
-            let tq = time(&mut || {
-                int8.forward_quantized(&pool, &xq, aq, t, &mut out, &mut ws)
-                    .unwrap()
-            });
-            println!("{c} k{k} d{d} T{t}: f32 {tf:.3} ms, int8 {ti:.3} ms, int8 pre-quantized {tq:.3} ms");
+            let mut int8 = int8;
+            let mut tq = [0.0; 2];
+            for (on, tq) in [true, false].into_iter().zip(&mut tq) {
+                int8.set_winograd(on);
+                *tq = time(&mut || {
+                    int8.forward_quantized(&pool, &xq, aq, t, &mut out, &mut ws)
+                        .unwrap()
+                });
+            }
+            println!(
+                "{c} k{k} d{d} T{t}: f32 {tf:.3} ms, int8 {ti:.3} ms, int8 pre-quantized {:.3} ms, direct tiles {:.3} ms",
+                tq[0], tq[1]
+            );
         }
     }
 }

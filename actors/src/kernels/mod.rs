@@ -7,6 +7,7 @@ pub mod attention;
 pub mod conv1d;
 pub mod conv1d_bf16;
 pub mod conv1d_int8;
+mod conv1d_winograd;
 pub mod conv_transpose1d;
 pub mod cpu;
 pub mod elementwise;

@@ -25,7 +25,7 @@ const FORMAT: &str = "voxlane.conv1d_int8";
 
 /// Version of the packed layouts a cache holds: raise it with any change to
 /// how a route packs, so every older cache is rewritten at once.
-pub const PACK_LAYOUT: u32 = 1;
+pub const PACK_LAYOUT: u32 = 2;
 
 /// Where the bind cache of voxlane weight file `model` lives on this CPU's route.
 pub fn cache_path(model: &Path) -> PathBuf {

@@ -1,0 +1,521 @@
+//! Winograd F(4,3) for the AVX2 int8 dense conv (stride 1, one group).
+//!
+//! Taps are taken three at a time (the last group zero-padded); per group
+//! and tile of four outputs spaced by the dilation, six transformed inputs
+//! `Bᵀx` meet six transformed weights `24·G·w`, and `Aᵀ` of their products
+//! gives `24·Σ x·w`: 24 multiplies per 4 outputs × 3 taps instead of 12·… —
+//! half the `vpmaddwd`s of the direct route on every tap group.
+//!
+//! Exact in wrapping i32 arithmetic, so the route returns the direct
+//! route's bits: the transformed weights fit i16 (`|24·G·w| ≤ 24·128`), the
+//! transformed u8 inputs too (`|Bᵀx| ≤ 10·255`), and the ×24 comes off by an
+//! exact division (shift by 3, multiply by 3⁻¹ mod 2³², sign-extend 29 bits),
+//! which holds while the true sum fits 29 bits — [`eligible`] bounds
+//! `c_in · k` so that it always does.
+//!
+//! Data layouts (all i16 lanes hold 4 consecutive input channels per frame,
+//! the pairs `vpmaddwd` sums):
+//! - phases `[cb][r0][c][q][4]` u8: input frame `d·(4q + c) + r0` (`r0` the
+//!   dilation phase, `c` the residue mod 4), zero past the input;
+//! - transformed `[cb][slot][ρ][r0][q][4]` i16 for the residues `ρ` the tap
+//!   groups start at (group `g` reads residue `3g mod 4` from tile `q + 3g div 4`);
+//! - weights `[slot][co block][cb][group][MR][4]` i16.
+
+use super::conv1d::Conv1dParams;
+
+/// Transformed values per tile.
+pub(super) const SLOTS: usize = 6;
+/// Outputs per tile.
+pub(super) const OUTS: usize = 4;
+/// Taps per group.
+pub(super) const TAPS: usize = 3;
+/// Most dilation the route takes (its output rows hold `4·d·UNIT_Q` frames).
+pub(super) const MAX_DILATION: usize = 8;
+/// Most `c_in · k` terms: keeps `|Σ x·w| < 2²⁸` (255·128·8192 = 2²⁸ − …), so
+/// the exact division recovers every sum.
+pub(super) const MAX_TERMS: usize = 8192;
+/// Tiles per GEMM unit (two 8-tile vectors).
+pub(super) const UNIT_Q: usize = 16;
+/// Output frames a transform batch aims for (bounds the transformed buffer).
+const BATCH_FRAMES: usize = 1024;
+
+/// `Bᵀ` (rows: slots; columns: inputs `x[q·4·d + u·d]`).
+pub(super) const BT: [[i32; 6]; SLOTS] = [
+    [4, 0, -5, 0, 1, 0],
+    [0, -4, -4, 1, 1, 0],
+    [0, 4, -4, -1, 1, 0],
+    [0, -2, -1, 2, 1, 0],
+    [0, 2, -1, -2, 1, 0],
+    [0, 4, 0, -5, 0, 1],
+];
+/// `24·G` (rows: slots; columns: taps).
+pub(super) const G24: [[i32; TAPS]; SLOTS] = [
+    [6, 0, 0],
+    [-4, -4, -4],
+    [-4, 4, -4],
+    [1, 2, 4],
+    [1, -2, 4],
+    [0, 0, 24],
+];
+
+/// Whether a dense conv with these parameters runs on this route.
+pub(super) fn eligible(p: &Conv1dParams) -> bool {
+    p.groups == 1
+        && p.stride == 1
+        && p.c_in > 1
+        && p.kernel >= TAPS
+        && p.dilation <= MAX_DILATION
+        && p.c_in * p.kernel <= MAX_TERMS
+}
+
+/// Tap groups of a `k`-tap kernel.
+pub(super) fn groups(k: usize) -> usize {
+    k.div_ceil(TAPS)
+}
+
+/// Residues the tap groups start at (`ρ` index `g mod 4` holds `3g mod 4`).
+pub(super) fn residues(k: usize) -> usize {
+    groups(k).min(4)
+}
+
+/// `(ρ index, tile offset)` of tap group `g`.
+pub(super) fn group_at(g: usize) -> (usize, usize) {
+    (g % 4, TAPS * g / 4)
+}
+
+/// Tile offset of the last tap group.
+pub(super) fn max_offset(k: usize) -> usize {
+    group_at(groups(k) - 1).1
+}
+
+/// Packed weight bytes for `c_out` outputs in blocks of `mr`, `cbs` channel blocks, `k` taps.
+pub(super) fn weights_len(c_out: usize, mr: usize, cbs: usize, k: usize) -> usize {
+    c_out.div_ceil(mr) * SLOTS * cbs * groups(k) * mr * 4 * 2
+}
+
+/// Index (in i16 units) of `(output o, input ci, group g, slot)` in the
+/// packing of `blocks` output blocks: slot-major, so a unit's blocks stream
+/// one slot's weights in order.
+#[allow(clippy::too_many_arguments)]
+fn weight_index(
+    o: usize,
+    ci: usize,
+    g: usize,
+    slot: usize,
+    mr: usize,
+    blocks: usize,
+    cbs: usize,
+    k: usize,
+) -> usize {
+    let (b, r) = (o / mr, o % mr);
+    ((((slot * blocks + b) * cbs + ci / 4) * groups(k) + g) * mr + r) * 4 + ci % 4
+}
+
+/// Pack shifted i8 weights `w: [c_out][c_in][k]` as little-endian i16
+/// `24·G·w`, `[slot][co block][ci/4][tap group][mr][4]`.
+pub(super) fn pack_weights(p: &Conv1dParams, mr: usize, cbs: usize, w: &[i8]) -> Vec<i8> {
+    let (cin, k) = (p.c_in, p.kernel);
+    let mut out = vec![0i8; weights_len(p.c_out, mr, cbs, k)];
+    for o in 0..p.c_out {
+        for ci in 0..cin {
+            let row = &w[(o * cin + ci) * k..][..k];
+            for g in 0..groups(k) {
+                let tap = |j: usize| row.get(TAPS * g + j).map_or(0, |&v| v as i32);
+                for (slot, coef) in G24.iter().enumerate() {
+                    let u = (0..TAPS).map(|j| coef[j] * tap(j)).sum::<i32>();
+                    let i = 2 * weight_index(o, ci, g, slot, mr, p.c_out.div_ceil(mr), cbs, k);
+                    let [lo, hi] = (u as i16).to_le_bytes();
+                    out[i] = lo as i8;
+                    out[i + 1] = hi as i8;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The shifted weight `(o, ci, tap)` back from a packing (rows 0, 1 and 5
+/// of `24·G` invert it): re-packing for another route.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn weight_of(
+    packed: &[i8],
+    o: usize,
+    ci: usize,
+    tap: usize,
+    mr: usize,
+    c_out: usize,
+    cbs: usize,
+    k: usize,
+) -> i32 {
+    let g = tap / TAPS;
+    let u = |slot: usize| {
+        let i = 2 * weight_index(o, ci, g, slot, mr, c_out.div_ceil(mr), cbs, k);
+        i16::from_le_bytes([packed[i] as u8, packed[i + 1] as u8]) as i32
+    };
+    let (w0, w2) = (u(0) / 6, u(5) / 24);
+    match tap % TAPS {
+        0 => w0,
+        1 => -u(1) / 4 - w0 - w2,
+        _ => w2,
+    }
+}
+
+/// `Σ x·w` from the transformed-domain sum `24·Σ x·w` (wrapped), exactly.
+#[inline(always)]
+pub(super) fn unscale(v: i32) -> i32 {
+    // 3⁻¹ mod 2³²: the low 29 bits of (v >> 3)·3⁻¹ are those of Σ x·w.
+    const INV3: i32 = 0xAAAA_AAABu32 as i32;
+    (v >> 3).wrapping_mul(INV3).wrapping_shl(3) >> 3
+}
+
+/// How one conv call's tiles are laid out.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Geometry {
+    /// Dilation (phases per input).
+    pub d: usize,
+    /// Channel blocks of 4.
+    pub cbs: usize,
+    /// Residues the groups read.
+    pub rhos: usize,
+    /// Tiles per phase covering every output (whole units).
+    pub tiles: usize,
+    /// Tiles per transform batch (whole units).
+    pub batch: usize,
+    /// Tiles per phase of a transformed batch (the batch, the groups'
+    /// reach and a vector's slack).
+    pub vq: usize,
+    /// Tiles per phase of the phase buffer.
+    pub pq: usize,
+}
+
+impl Geometry {
+    /// The layout for `t_out` outputs of a conv with parameters `p`.
+    pub fn new(p: &Conv1dParams, t_out: usize) -> Self {
+        let d = p.dilation;
+        let cbs = p.c_in.div_ceil(4);
+        let unit_frames = OUTS * d * UNIT_Q;
+        let units = t_out.div_ceil(unit_frames).max(1);
+        let tiles = units * UNIT_Q;
+        let batch = (BATCH_FRAMES / unit_frames).clamp(1, units) * UNIT_Q;
+        // Reads reach 8 tiles past a unit's start (whole vectors) plus the
+        // last group's offset; transforms run 4 tiles at a time.
+        let vq = (batch + max_offset(p.kernel)).div_ceil(4) * 4 + 4;
+        // A transformed tile q reads phase tiles up to q + 2.
+        let pq = tiles.div_ceil(batch) * batch + vq + 2;
+        Self {
+            d,
+            cbs,
+            rhos: residues(p.kernel),
+            tiles,
+            batch,
+            vq,
+            pq,
+        }
+    }
+
+    /// Bytes of the phase buffer.
+    pub fn phase_len(&self) -> usize {
+        self.cbs * self.d * 4 * self.pq * 4
+    }
+
+    /// i16 values of one channel block of the transformed buffer.
+    pub fn block_len(&self) -> usize {
+        SLOTS * self.slot_len()
+    }
+
+    /// i16 values of one slot of a channel block.
+    pub fn slot_len(&self) -> usize {
+        self.rhos * self.d * self.vq * 4
+    }
+
+    /// i16 values of the transformed buffer.
+    pub fn transformed_len(&self) -> usize {
+        self.cbs * self.block_len()
+    }
+
+    /// Offset (i16) of group `g`'s reads relative to tile q of phase r0.
+    pub fn group_offset(&self, g: usize) -> usize {
+        let (ri, qoff) = group_at(g);
+        (ri * self.d * self.vq + qoff) * 4
+    }
+}
+
+/// Fill channel block `cb`'s phases (`dst`, `phase_len / cbs` bytes) from
+/// the padded input `xpad: [c_in][tp]`.
+pub(super) fn pack_phases(
+    geo: &Geometry,
+    xpad: &[u8],
+    c_in: usize,
+    tp: usize,
+    cb: usize,
+    dst: &mut [u8],
+) {
+    let (d, pq) = (geo.d, geo.pq);
+    dst.fill(0);
+    let nch = 4.min(c_in - 4 * cb);
+    let rows: [&[u8]; 4] = std::array::from_fn(|j| {
+        if j < nch {
+            &xpad[(4 * cb + j) * tp..][..tp]
+        } else {
+            &[]
+        }
+    });
+    for r0 in 0..d.min(tp) {
+        // Frames d·m + r0 of this phase; frame m goes to phase m mod 4, tile m div 4.
+        let count = (tp - r0).div_ceil(d).min(4 * pq);
+        let base = &mut dst[r0 * 4 * pq * 4..][..4 * pq * 4];
+        let mut m = 0;
+        // Whole blocks of 16 frames (4 tiles): a 16-frame × 4-channel transpose.
+        while m + 16 <= count {
+            let src: [[u8; 16]; 4] = std::array::from_fn(|j| {
+                let mut v = [0u8; 16];
+                if j < nch {
+                    if d == 1 {
+                        v.copy_from_slice(&rows[j][r0 + m..][..16]);
+                    } else {
+                        for (i, x) in v.iter_mut().enumerate() {
+                            *x = rows[j][d * (m + i) + r0];
+                        }
+                    }
+                }
+                v
+            });
+            let out = transpose16x4(&src);
+            for (c, o) in out.iter().enumerate() {
+                base[c * pq * 4 + m..][..16].copy_from_slice(o);
+            }
+            m += 16;
+        }
+        for m in m..count {
+            let at = (m % 4) * pq * 4 + (m / 4) * 4;
+            for (j, row) in rows.iter().enumerate().take(nch) {
+                base[at + j] = row[d * m + r0];
+            }
+        }
+    }
+}
+
+/// 16 frames of 4 channels (`src[j][f]`) → per phase `c`, its 4 tiles'
+/// frames `4i + c` as `[tile][channel]` (`out[c][4i + j] = src[j][4i + c]`).
+#[inline(always)]
+fn transpose16x4(src: &[[u8; 16]; 4]) -> [[u8; 16]; 4] {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64; unaligned loads and stores of 16-byte arrays.
+    unsafe {
+        use std::arch::x86_64::*;
+        let r: [__m128i; 4] = std::array::from_fn(|j| _mm_loadu_si128(src[j].as_ptr().cast()));
+        // Channel pairs, then 4-channel frames: u[k] = frames 4k..4k+4.
+        let (t0, t1) = (_mm_unpacklo_epi8(r[0], r[1]), _mm_unpackhi_epi8(r[0], r[1]));
+        let (t2, t3) = (_mm_unpacklo_epi8(r[2], r[3]), _mm_unpackhi_epi8(r[2], r[3]));
+        let (u0, u1) = (_mm_unpacklo_epi16(t0, t2), _mm_unpackhi_epi16(t0, t2));
+        let (u2, u3) = (_mm_unpacklo_epi16(t1, t3), _mm_unpackhi_epi16(t1, t3));
+        // A 4 × 4 transpose of those frames (dwords): phase c takes dword c of each.
+        let (v0, v1) = (_mm_unpacklo_epi32(u0, u1), _mm_unpackhi_epi32(u0, u1));
+        let (v2, v3) = (_mm_unpacklo_epi32(u2, u3), _mm_unpackhi_epi32(u2, u3));
+        let o = [
+            _mm_unpacklo_epi64(v0, v2),
+            _mm_unpackhi_epi64(v0, v2),
+            _mm_unpacklo_epi64(v1, v3),
+            _mm_unpackhi_epi64(v1, v3),
+        ];
+        let mut out = [[0u8; 16]; 4];
+        for (d, v) in out.iter_mut().zip(o) {
+            _mm_storeu_si128(d.as_mut_ptr().cast(), v);
+        }
+        out
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    std::array::from_fn(|c| std::array::from_fn(|f| src[f % 4][4 * (f / 4) + c]))
+}
+
+/// Transform channel block `cb`'s tiles `q0..q0 + vq` of every phase and
+/// residue into `dst` (`block_len` values) from its phases `src`.
+pub(super) fn transform(geo: &Geometry, src: &[u8], q0: usize, dst: &mut [i16]) {
+    #[cfg(target_arch = "x86_64")]
+    if super::cpu::features().avx2_fma {
+        // SAFETY: AVX2 was detected.
+        return unsafe { transform_avx2(geo, src, q0, dst) };
+    }
+    transform_body(geo, src, q0, dst)
+}
+
+/// [`transform`] compiled for AVX2 (its loops vectorize 16 lanes wide).
+///
+/// # Safety
+/// Needs AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn transform_avx2(geo: &Geometry, src: &[u8], q0: usize, dst: &mut [i16]) {
+    transform_body(geo, src, q0, dst)
+}
+
+#[inline(always)]
+fn transform_body(geo: &Geometry, src: &[u8], q0: usize, dst: &mut [i16]) {
+    let (d, pq, vq) = (geo.d, geo.pq, geo.vq);
+    let n = vq * 4;
+    for ri in 0..geo.rhos {
+        let rho = (TAPS * ri) % 4;
+        for r0 in 0..d {
+            // x_u = phase (ρ + u) mod 4 from tile q0 + (ρ + u) div 4.
+            let x: [&[u8]; 6] = std::array::from_fn(|u| {
+                let (c, dq) = ((rho + u) % 4, (rho + u) / 4);
+                &src[(r0 * 4 + c) * pq * 4 + (q0 + dq) * 4..][..n]
+            });
+            for (slot, coef) in BT.iter().enumerate() {
+                let at = ((slot * geo.rhos + ri) * d + r0) * vq * 4;
+                combine(coef, &x, &mut dst[at..at + n]);
+            }
+        }
+    }
+}
+
+/// `out[i] = Σ_u coef[u]·x[u][i]` over the non-zero coefficients (i16; the
+/// sums stay within ±1275·2).
+#[inline(always)]
+fn combine(coef: &[i32; 6], x: &[&[u8]; 6], out: &mut [i16]) {
+    // Rows of Bᵀ have three or four non-zero entries; a fixed four-term form
+    // (zero-weight terms folded away per row) lets each row's loop vectorize.
+    let mut terms = [(0i16, x[0]); 4];
+    let mut n = 0;
+    for (u, &c) in coef.iter().enumerate() {
+        if c != 0 {
+            terms[n] = (c as i16, x[u]);
+            n += 1;
+        }
+    }
+    let len = out.len();
+    match n {
+        3 => {
+            let [(a, xa), (b, xb), (c, xc), _] = terms;
+            let (xa, xb, xc) = (&xa[..len], &xb[..len], &xc[..len]);
+            for i in 0..len {
+                out[i] = a * xa[i] as i16 + b * xb[i] as i16 + c * xc[i] as i16;
+            }
+        }
+        _ => {
+            let [(a, xa), (b, xb), (c, xc), (e, xe)] = terms;
+            let (xa, xb, xc, xe) = (&xa[..len], &xb[..len], &xc[..len], &xe[..len]);
+            for i in 0..len {
+                out[i] = a * xa[i] as i16 + b * xb[i] as i16 + c * xc[i] as i16 + e * xe[i] as i16;
+            }
+        }
+    }
+}
+
+/// Output transform of tile sums `acc[slot][i]` (`N` tiles of one row and
+/// phase `r0`) into frames `d·(4i + j) + r0` of `row`, unscaled.
+pub(super) fn untransform<const N: usize>(
+    acc: &[&[i32; N]; SLOTS],
+    d: usize,
+    r0: usize,
+    row: &mut [i32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if super::cpu::features().avx2_fma {
+        // SAFETY: AVX2 was detected.
+        return unsafe { untransform_avx2(acc, d, r0, row) };
+    }
+    untransform_body(acc, d, r0, row)
+}
+
+/// [`untransform`] compiled for AVX2 (`vpmulld` for the exact division).
+///
+/// # Safety
+/// Needs AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn untransform_avx2<const N: usize>(
+    acc: &[&[i32; N]; SLOTS],
+    d: usize,
+    r0: usize,
+    row: &mut [i32],
+) {
+    untransform_body(acc, d, r0, row)
+}
+
+#[inline(always)]
+fn untransform_body<const N: usize>(m: &[&[i32; N]; SLOTS], d: usize, r0: usize, row: &mut [i32]) {
+    // Aᵀ by its shared sums: y0 = m0 + a + c, y1 = b + 2e, y2 = a + 4c,
+    // y3 = b + 8e + m5 (a, b = m1 ± m2; c, e = m3 ± m4); lane-wise, so it vectorizes.
+    let mut y = [[0i32; N]; OUTS];
+    for i in 0..N {
+        let (a, b) = (m[1][i].wrapping_add(m[2][i]), m[1][i].wrapping_sub(m[2][i]));
+        let (c, e) = (m[3][i].wrapping_add(m[4][i]), m[3][i].wrapping_sub(m[4][i]));
+        y[0][i] = unscale(m[0][i].wrapping_add(a).wrapping_add(c));
+        y[1][i] = unscale(b.wrapping_add(e.wrapping_shl(1)));
+        y[2][i] = unscale(a.wrapping_add(c.wrapping_shl(2)));
+        y[3][i] = unscale(b.wrapping_add(e.wrapping_shl(3)).wrapping_add(m[5][i]));
+    }
+    for (j, yj) in y.iter().enumerate() {
+        for (i, v) in yj.iter().enumerate() {
+            row[d * (OUTS * i + j) + r0] = *v;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scale the weight transform carries (its fractions' denominator).
+    const SCALE: i32 = 24;
+    /// `Aᵀ` (rows: outputs; columns: slots), as [`untransform`] computes it.
+    const AT: [[i32; SLOTS]; OUTS] = [
+        [1, 1, 1, 1, 1, 0],
+        [0, 1, -1, 2, -2, 0],
+        [0, 1, 1, 4, 4, 0],
+        [0, 1, -1, 8, -8, 1],
+    ];
+
+    /// The transforms are exact: `Aᵀ[(24·G·w) ⊙ (Bᵀx)] = 24·Σ w·x`.
+    #[test]
+    fn transforms_are_exact_at_the_extremes() {
+        for (x, w) in [
+            ([255i32; 6], [-128i32; 3]),
+            ([0, 255, 0, 255, 0, 255], [127, -128, 127]),
+            ([17, 3, 250, 1, 99, 0], [-1, 77, -128]),
+        ] {
+            let v: [i32; 6] = std::array::from_fn(|s| (0..6).map(|u| BT[s][u] * x[u]).sum());
+            let u: [i32; 6] = std::array::from_fn(|s| (0..3).map(|j| G24[s][j] * w[j]).sum());
+            assert!(v.iter().all(|v| i16::try_from(*v).is_ok()));
+            assert!(u.iter().all(|u| i16::try_from(*u).is_ok()));
+            for (j, a) in AT.iter().enumerate() {
+                let y: i32 = (0..6).map(|s| a[s] * u[s] * v[s]).sum();
+                let want: i32 = (0..3).map(|t| w[t] * x[j + t]).sum();
+                assert_eq!(y, SCALE * want);
+                assert_eq!(unscale(y), want);
+            }
+        }
+    }
+
+    /// The exact division holds through wrapping, over the whole bound.
+    #[test]
+    fn unscale_recovers_every_sum_in_range() {
+        let bound = 255 * 128 * MAX_TERMS as i64;
+        assert!(bound < 1 << 28);
+        for v in [-bound, -bound + 1, -1, 0, 1, 12345, bound - 1, bound] {
+            let v = v as i32;
+            assert_eq!(unscale(v.wrapping_mul(SCALE)), v);
+        }
+    }
+
+    #[test]
+    fn packed_weights_invert() {
+        let p = Conv1dParams::new(5, 7, 7);
+        let cbs = 2;
+        let w: Vec<i8> = (0..p.weight_len())
+            .map(|i| ((i * 37 + 11) % 256) as u8 as i8)
+            .collect();
+        let packed = pack_weights(&p, 6, cbs, &w);
+        for o in 0..7 {
+            for ci in 0..5 {
+                for tap in 0..7 {
+                    assert_eq!(
+                        weight_of(&packed, o, ci, tap, 6, 7, cbs, 7),
+                        w[(o * 5 + ci) * 7 + tap] as i32
+                    );
+                }
+            }
+        }
+    }
+}
