@@ -21,7 +21,7 @@
 //!   unlike the saturating `vpmaddubsw`; twice the bytes, ~15% off a Kokoro
 //!   second on Zen 3), or scalar.
 //!   On the AVX2 route a stride-1, one-group conv with `k ≥ 3` takes
-//!   Winograd F(4,3) tiles instead ([`winograd`]): half the `vpmaddwd`s per
+//!   Winograd F(4,3) tiles instead (`kernels/conv1d_winograd.rs`): half the `vpmaddwd`s per
 //!   three taps (the multiply pipe is the limit: one `vpmaddwd` a cycle on
 //!   Zen 3), exact, so its sums are the direct route's bits.
 //!   The zero points are then applied with precomputed sums:
