@@ -1209,7 +1209,8 @@ impl Conv1dInt8 {
                 conv: self,
                 packed,
                 wsum,
-                xpack: &[],
+                // A tail tap reads the phases.
+                xpack: phases,
                 colsum: if self.any_zero { &ps.colsum[..tp] } else { &[] },
                 tap_off: &ps.tap_off[..groups],
                 cb_stride: 2 * bl,
@@ -1508,6 +1509,9 @@ impl Dense<'_> {
         let mut window = [0i32; FRAMES];
         self.window_sums(0, t0, &mut window[..n]);
         let mut acc = [[[[0i32; N]; MR]; winograd::SLOTS]; BG];
+        let mut tail = [[0i32; N]; MR];
+        let k = p.kernel;
+        let tail_at = winograd::tail_offset(p.c_out, MR, cbs, k);
         let mut rows = [[[0i32; FRAMES]; MR]; BG];
         let groups = self.tap_off.len();
         let wslot = cbs * groups * MR * 4 * 2;
@@ -1525,7 +1529,14 @@ impl Dense<'_> {
                     assert!(x.len() >= (cbs - 1) * self.cb_stride + max_off + 8 * UQ);
                     for (bi, acc) in acc.iter_mut().take(nb).enumerate() {
                         let w = &self.packed[(slot * blocks + b0 + bi) * wslot..][..wslot];
-                        tile_i16(x, w, cbs, self.cb_stride, self.tap_off, &mut acc[slot]);
+                        tile_wide::<true, N>(
+                            x,
+                            w,
+                            cbs,
+                            self.cb_stride,
+                            self.tap_off,
+                            &mut acc[slot],
+                        );
                     }
                 }
                 for (bi, (acc, rows)) in acc.iter().zip(rows.iter_mut()).take(nb).enumerate() {
@@ -1534,6 +1545,31 @@ impl Dense<'_> {
                         let sums: [&[i32; N]; winograd::SLOTS] =
                             std::array::from_fn(|s| &acc[s][r]);
                         winograd::untransform(&sums, d, r0, row);
+                    }
+                }
+                if winograd::tail(k) {
+                    // The last tap directly from the phases (`xpack`): output
+                    // d·(4i + j) + r0 reads phase (j + k − 1) mod 4 at tile
+                    // i + (j + k − 1) div 4.
+                    let qg = t0 / (winograd::OUTS * d);
+                    let pstride = geo.phase_len() / cbs;
+                    let wt = cbs * MR * 4 * 2;
+                    for j in 0..winograd::OUTS {
+                        let e = j + k - 1;
+                        let x = &self.xpack[geo.phase_at(r0, e % 4, qg + e / 4)..];
+                        assert!(x.len() >= (cbs - 1) * pstride + 4 * N);
+                        for (bi, rows) in rows.iter_mut().take(nb).enumerate() {
+                            let b = b0 + bi;
+                            let w = &self.packed[tail_at + b * wt..][..wt];
+                            tile_wide::<false, N>(x, w, cbs, pstride, &[0], &mut tail);
+                            let nr = MR.min(p.c_out - b * MR);
+                            for (row, sums) in rows.iter_mut().zip(&tail).take(nr) {
+                                for (i, v) in sums.iter().enumerate() {
+                                    let f = &mut row[d * (winograd::OUTS * i + j) + r0];
+                                    *f = f.wrapping_add(*v);
+                                }
+                            }
+                        }
                     }
                 }
             }
@@ -1735,10 +1771,11 @@ fn tile(
     }
 }
 
-/// As [`tile`] on the AVX2 route over i16 inputs (8 bytes a frame: the
-/// Winograd route's transformed tiles) from frame 0 of `x`.
+/// As [`tile`] on the AVX2 route's [`Tiles::Wide`] weights for `N` frames
+/// from frame 0 of `x`: i16 inputs (8 bytes a frame: the Winograd route's
+/// transformed tiles) or, without `I16`, u8 (its phases, for a tail tap).
 #[allow(clippy::too_many_arguments)]
-fn tile_i16<const N: usize>(
+fn tile_wide<const I16: bool, const N: usize>(
     x: &[u8],
     w: &[i8],
     cbs: usize,
@@ -1753,14 +1790,22 @@ fn tile_i16<const N: usize>(
         // SAFETY: AVX2 was detected; the caller asserted the reads of whole
         // 8-frame vectors stay inside `x`, and `w` is checked above.
         unsafe {
-            x86::tile_avx2::<true, N>(x.as_ptr(), w.as_ptr(), cbs, cb_stride, tap_off, n, acc)
+            x86::tile_avx2::<I16, N>(x.as_ptr(), w.as_ptr(), cbs, cb_stride, tap_off, n, acc)
         };
         return;
     }
     for a in acc.iter_mut() {
         a[..n].fill(0);
     }
-    let at = |i: usize| i16::from_le_bytes([x[i], x[i + 1]]) as i32;
+    // Input element `e` of frame `f` from byte offset `xr`.
+    let at = |xr: usize, f: usize, e: usize| {
+        if I16 {
+            let i = xr + 8 * f + 2 * e;
+            i16::from_le_bytes([x[i], x[i + 1]]) as i32
+        } else {
+            x[xr + 4 * f + e] as i32
+        }
+    };
     let wt = |i: usize| i16::from_le_bytes([w[i] as u8, w[i + 1] as u8]) as i32;
     let mut wi = 0;
     for cb in 0..cbs {
@@ -1769,7 +1814,7 @@ fn tile_i16<const N: usize>(
             for (r, a) in acc.iter_mut().enumerate() {
                 for (f, o) in a[..n].iter_mut().enumerate() {
                     let d = (0..4).fold(0i32, |s, j| {
-                        s.wrapping_add(at(xr + 8 * f + 2 * j).wrapping_mul(wt(wi + 8 * r + 2 * j)))
+                        s.wrapping_add(at(xr, f, j).wrapping_mul(wt(wi + 8 * r + 2 * j)))
                     });
                     *o = o.wrapping_add(d);
                 }
@@ -2578,66 +2623,9 @@ mod tests {
             .conv_integer(&pool, &[0u8; 11], 0, 3, &mut iout, &mut ws)
             .is_err());
     }
-    /// Ad-hoc timing against the f32 direct route (run with `--ignored --nocapture`).
-    #[test]
-    #[ignore]
-    fn profile_tile_i16() {
-        let cbs = 32;
-        for (stride, groups) in [(128usize, 1usize), (12672, 1), (512, 4), (12672, 4)] {
-            let x = vec![1u8; cbs * stride + 4096];
-            let w = vec![1i8; cbs * groups * MR * 8 * 8];
-            let offs: Vec<usize> = (0..groups).map(|g| g * 8).collect();
-            let mut acc = [[0i32; 16]; MR];
-            let reps = 200_000 / groups;
-            let start = std::time::Instant::now();
-            for _ in 0..reps {
-                tile_i16(&x, &w, cbs, stride, &offs, &mut acc);
-                std::hint::black_box(&mut acc);
-            }
-            let s = start.elapsed().as_secs_f64();
-            let madds = (reps * cbs * groups * MR * 2 * 2) as f64;
-            println!(
-                "stride {stride} groups {groups}: {:.2} Gmadd/s",
-                madds / s / 1e9
-            );
-        }
-    }
 
-    #[test]
-    #[ignore = "timing"]
-    fn profile_winograd() {
-        for (c, k, d, t) in [(256, 7, 3, 800), (128, 3, 1, 4800), (128, 11, 5, 4800)] {
-            let pad = (k - 1) * d / 2;
-            let p = Conv1dParams::new(c, c, k).dilation(d).padding(pad, pad);
-            let wq: Vec<i8> = rnd(1, p.weight_len())
-                .iter()
-                .map(|v| (v % 256) as u8 as i8)
-                .collect();
-            let int8 = Conv1dInt8::new(p, IntWeights::I8(&wq), &[0.01], &[0], None).unwrap();
-            let mut ws = int8.workspace(t).unwrap();
-            let mut out = vec![0.0; c * p.out_len(t).unwrap()];
-            let xq: Vec<u8> = (0..c * t).map(|i| (i % 251) as u8).collect();
-            let aq = ActivationQuant {
-                scale: 0.01,
-                zero_point: 3,
-            };
-            let pool = LanePool::new(1).unwrap();
-            let reps = std::env::var("REPS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(50);
-            let start = std::time::Instant::now();
-            for _ in 0..reps {
-                int8.forward_quantized(&pool, &xq, aq, t, &mut out, &mut ws)
-                    .unwrap();
-            }
-            println!(
-                "{c} k{k} d{d}: {:.3} ms",
-                start.elapsed().as_secs_f64() / reps as f64 * 1e3
-            );
-        }
-    }
-
+    /// Ad-hoc timing against the f32 direct route and the direct tiles (run
+    /// with `--ignored --nocapture`).
     #[test]
     #[ignore = "timing"]
     fn time_kokoro_int8() {

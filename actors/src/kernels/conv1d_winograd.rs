@@ -68,9 +68,20 @@ pub(super) fn eligible(p: &Conv1dParams) -> bool {
         && p.c_in * p.kernel <= MAX_TERMS
 }
 
-/// Tap groups of a `k`-tap kernel.
+/// Winograd tap groups of a `k`-tap kernel: whole groups of three, and a
+/// last group of two zero-padded; a last single tap is a [`tail`] instead.
 pub(super) fn groups(k: usize) -> usize {
-    k.div_ceil(TAPS)
+    if tail(k) {
+        k / TAPS
+    } else {
+        k.div_ceil(TAPS)
+    }
+}
+
+/// Whether the last tap runs directly (`k ≡ 1 mod 3`): four multiplies per
+/// four outputs instead of a zero-padded group's six.
+pub(super) fn tail(k: usize) -> bool {
+    k > TAPS && k % TAPS == 1
 }
 
 /// Residues the tap groups start at (`ρ` index `g mod 4` holds `3g mod 4`).
@@ -88,9 +99,26 @@ pub(super) fn max_offset(k: usize) -> usize {
     group_at(groups(k) - 1).1
 }
 
-/// Packed weight bytes for `c_out` outputs in blocks of `mr`, `cbs` channel blocks, `k` taps.
+/// Packed weight bytes for `c_out` outputs in blocks of `mr`, `cbs` channel
+/// blocks, `k` taps: the groups' slots, then the tail tap's weights.
 pub(super) fn weights_len(c_out: usize, mr: usize, cbs: usize, k: usize) -> usize {
+    tail_offset(c_out, mr, cbs, k)
+        + if tail(k) {
+            c_out.div_ceil(mr) * cbs * mr * 4 * 2
+        } else {
+            0
+        }
+}
+
+/// Byte offset of the tail tap's weights (`[co block][cb][mr][4]` i16).
+pub(super) fn tail_offset(c_out: usize, mr: usize, cbs: usize, k: usize) -> usize {
     c_out.div_ceil(mr) * SLOTS * cbs * groups(k) * mr * 4 * 2
+}
+
+/// Index (in i16 units) of the tail weight of `(output o, input ci)`.
+fn tail_index(o: usize, ci: usize, mr: usize, c_out: usize, cbs: usize, k: usize) -> usize {
+    let (b, r) = (o / mr, o % mr);
+    tail_offset(c_out, mr, cbs, k) / 2 + ((b * cbs + ci / 4) * mr + r) * 4 + ci % 4
 }
 
 /// Index (in i16 units) of `(output o, input ci, group g, slot)` in the
@@ -119,8 +147,22 @@ pub(super) fn pack_weights(p: &Conv1dParams, mr: usize, cbs: usize, w: &[i8]) ->
     for o in 0..p.c_out {
         for ci in 0..cin {
             let row = &w[(o * cin + ci) * k..][..k];
+            if tail(k) {
+                let i = 2 * tail_index(o, ci, mr, p.c_out, cbs, k);
+                let [lo, hi] = (row[k - 1] as i16).to_le_bytes();
+                out[i] = lo as i8;
+                out[i + 1] = hi as i8;
+            }
             for g in 0..groups(k) {
-                let tap = |j: usize| row.get(TAPS * g + j).map_or(0, |&v| v as i32);
+                // Taps past the kernel (a padded group) are zero; a tail is not a group's.
+                let tap = |j: usize| {
+                    let t = TAPS * g + j;
+                    if t < k && !(tail(k) && t == k - 1) {
+                        row[t] as i32
+                    } else {
+                        0
+                    }
+                };
                 for (slot, coef) in G24.iter().enumerate() {
                     let u = (0..TAPS).map(|j| coef[j] * tap(j)).sum::<i32>();
                     let i = 2 * weight_index(o, ci, g, slot, mr, p.c_out.div_ceil(mr), cbs, k);
@@ -147,6 +189,10 @@ pub(super) fn weight_of(
     cbs: usize,
     k: usize,
 ) -> i32 {
+    if tail(k) && tap == k - 1 {
+        let i = 2 * tail_index(o, ci, mr, c_out, cbs, k);
+        return i16::from_le_bytes([packed[i] as u8, packed[i + 1] as u8]) as i32;
+    }
     let g = tap / TAPS;
     let u = |slot: usize| {
         let i = 2 * weight_index(o, ci, g, slot, mr, c_out.div_ceil(mr), cbs, k);
@@ -200,8 +246,9 @@ impl Geometry {
         // Reads reach 8 tiles past a unit's start (whole vectors) plus the
         // last group's offset; transforms run 4 tiles at a time.
         let vq = (batch + max_offset(p.kernel)).div_ceil(4) * 4 + 4;
-        // A transformed tile q reads phase tiles up to q + 2.
-        let pq = tiles.div_ceil(batch) * batch + vq + 2;
+        // A transformed tile q reads phase tiles up to q + 2; the tail tap
+        // reads whole vectors from tile q + (k + 2) div 4.
+        let pq = tiles.div_ceil(batch) * batch + vq + 2 + (p.kernel + 2) / 4 + UNIT_Q;
         Self {
             d,
             cbs,
@@ -231,6 +278,12 @@ impl Geometry {
     /// i16 values of the transformed buffer.
     pub fn transformed_len(&self) -> usize {
         self.cbs * self.block_len()
+    }
+
+    /// Byte offset in the phase buffer of phase `r0`, residue `c`, tile `q`
+    /// (channel block 0; blocks are [`Geometry::phase_len`] / cbs apart).
+    pub fn phase_at(&self, r0: usize, c: usize, q: usize) -> usize {
+        ((r0 * 4 + c) * self.pq + q) * 4
     }
 
     /// Offset (i16) of group `g`'s reads relative to tile q of phase r0.
@@ -501,19 +554,20 @@ mod tests {
 
     #[test]
     fn packed_weights_invert() {
-        let p = Conv1dParams::new(5, 7, 7);
-        let cbs = 2;
-        let w: Vec<i8> = (0..p.weight_len())
-            .map(|i| ((i * 37 + 11) % 256) as u8 as i8)
-            .collect();
-        let packed = pack_weights(&p, 6, cbs, &w);
-        for o in 0..7 {
-            for ci in 0..5 {
-                for tap in 0..7 {
-                    assert_eq!(
-                        weight_of(&packed, o, ci, tap, 6, 7, cbs, 7),
-                        w[(o * 5 + ci) * 7 + tap] as i32
-                    );
+        for k in [3, 4, 5, 7, 11] {
+            let p = Conv1dParams::new(5, 7, k);
+            let cbs = 2;
+            let w: Vec<i8> = (0..p.weight_len())
+                .map(|i| ((i * 37 + 11) % 256) as u8 as i8)
+                .collect();
+            let packed = pack_weights(&p, 6, cbs, &w);
+            assert_eq!(packed.len(), weights_len(7, 6, cbs, k));
+            for o in 0..7 {
+                for ci in 0..5 {
+                    for tap in 0..k {
+                        let got = weight_of(&packed, o, ci, tap, 6, 7, cbs, k);
+                        assert_eq!(got, w[(o * 5 + ci) * k + tap] as i32, "k {k}");
+                    }
                 }
             }
         }

@@ -288,8 +288,11 @@ impl ConvTranspose1d {
         // outputs; its tap q reads original tap ρ + (M − 1 − q)·s (zero past
         // the kernel). Read straight from `weight` while the inner conv
         // packs (no intermediate copy of the phase weights).
+        // (phase, column) of each inner output, looked up: a division per
+        // weight was most of a model's load.
+        let split: Vec<(usize, usize)> = (0..s * cog).map(|o2| (o2 / cog, o2 % cog)).collect();
         let at = |gi: usize, o2: usize, cil: usize, q: usize| {
-            let (rho, col) = (o2 / cog, o2 % cog);
+            let (rho, col) = split[o2];
             let tap = rho + (m - 1 - q) * s;
             if tap < k {
                 weight[((gi * cig + cil) * cog + col) * k + tap]

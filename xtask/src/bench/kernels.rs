@@ -405,28 +405,42 @@ fn conv_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
             // Symmetric per-channel int8 weights, as onnxruntime exports them.
             let wq: Vec<i8> = wf.iter().map(|v| (v * 127.0) as i8).collect();
             let scales = vec![1.0 / 127.0; c];
-            let int8 = Conv1dInt8::new(params, IntWeights::I8(&wq), &scales, &[0], Some(&bias))
+            let mut int8 = Conv1dInt8::new(params, IntWeights::I8(&wq), &scales, &[0], Some(&bias))
                 .map_err(err)?;
-            let mut qws = int8.workspace(frames).map_err(err)?;
-            let quant = median_secs(
-                || {
-                    int8.forward(&p, &x, frames, &mut out, &mut qws)
-                        .expect("conv int8")
-                },
-                w,
-                3,
-            );
-            rows.push(Row {
-                kernel: "conv1d",
-                dtype: "int8",
-                shape: shape.clone(),
-                threads: t,
-                ours: flops / quant / 1e9,
-                unit: "GOP/s",
-                reference: "our f32 direct GFLOP/s".into(),
-                reference_value: flops / ours / 1e9,
-                target: 2.0,
-            });
+            // The tiles this route takes, then (where those are Winograd's)
+            // the direct tiles beside them for comparison.
+            let winograd = int8.tiles() == Some("wino43-i16");
+            for direct_tiles in [false, true] {
+                if direct_tiles && !winograd {
+                    break;
+                }
+                int8.set_winograd(!direct_tiles);
+                let mut qws = int8.workspace(frames).map_err(err)?;
+                let quant = median_secs(
+                    || {
+                        int8.forward(&p, &x, frames, &mut out, &mut qws)
+                            .expect("conv int8")
+                    },
+                    w,
+                    3,
+                );
+                rows.push(Row {
+                    kernel: "conv1d",
+                    dtype: match (winograd, direct_tiles) {
+                        (true, false) => "int8 (Winograd F(4,3))",
+                        (true, true) => "int8 (direct tiles)",
+                        _ => "int8",
+                    },
+                    shape: shape.clone(),
+                    threads: t,
+                    ours: flops / quant / 1e9,
+                    unit: "GOP/s",
+                    reference: "our f32 direct GFLOP/s".into(),
+                    reference_value: flops / ours / 1e9,
+                    // The target is the route's own: the comparison row has none.
+                    target: if direct_tiles { 0.0 } else { 1.8 },
+                });
+            }
             // bf16 values, f32 sums: AMX-BF16 tiles where the CPU has them.
             let bf =
                 Conv1d::with_route(params, &wf, Some(&bias), Conv1dRoute::Bf16).map_err(err)?;

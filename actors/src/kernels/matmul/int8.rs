@@ -141,11 +141,30 @@ impl Int8Weights {
         let kp = k.div_ceil(KPAD) * KPAD;
         let mut quants = vec![0i8; n * kp];
         if stored_kn {
-            // In 16 × 16 tiles: 16 source and 16 destination rows stay in L1.
+            // In 16 × 16 tiles: 16 source and 16 destination rows stay in L1;
+            // whole tiles by a register transpose (a model's load time).
             const TILE: usize = 16;
+            let (bytes, flip): (&[u8], u8) = match w {
+                IntWeights::I8(d) => (bytemuck_i8(d), 0),
+                IntWeights::U8(d) => (d, 0x80),
+            };
             for r0 in (0..k).step_by(TILE) {
                 let r1 = (r0 + TILE).min(k);
                 for c0 in (0..n).step_by(TILE) {
+                    if r1 - r0 == TILE && c0 + TILE <= n {
+                        let src: [[u8; TILE]; TILE] = std::array::from_fn(|i| {
+                            let row = &bytes[(r0 + i) * n + c0..][..TILE];
+                            // uint8 − 128 is the top bit flipped.
+                            std::array::from_fn(|j| row[j] ^ flip)
+                        });
+                        for (j, col) in transpose16(&src).iter().enumerate() {
+                            let dst = &mut quants[(c0 + j) * kp + r0..][..TILE];
+                            for (d, v) in dst.iter_mut().zip(col) {
+                                *d = *v as i8;
+                            }
+                        }
+                        continue;
+                    }
                     for c in c0..(c0 + TILE).min(n) {
                         let dst = &mut quants[c * kp + r0..c * kp + r1];
                         for (d, r) in dst.iter_mut().zip(r0..r1) {
@@ -180,6 +199,38 @@ impl Int8Weights {
             row_sums,
         })
     }
+}
+
+/// `i8` bytes as `u8` (same size and alignment).
+fn bytemuck_i8(v: &[i8]) -> &[u8] {
+    // SAFETY: i8 and u8 have the same size, alignment and valid bit patterns.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), v.len()) }
+}
+
+/// The transpose of a 16 × 16 byte matrix (`out[j][i] = m[i][j]`).
+fn transpose16(m: &[[u8; 16]; 16]) -> [[u8; 16]; 16] {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64; unaligned loads and stores of 16-byte rows.
+    unsafe {
+        use std::arch::x86_64::*;
+        // Four rounds interleaving rows i and i + 8 byte by byte: each round
+        // moves one bit of the row index into the column index.
+        let mut x: [__m128i; 16] = std::array::from_fn(|i| _mm_loadu_si128(m[i].as_ptr().cast()));
+        for _ in 0..4 {
+            let y = x;
+            for i in 0..8 {
+                x[2 * i] = _mm_unpacklo_epi8(y[i], y[i + 8]);
+                x[2 * i + 1] = _mm_unpackhi_epi8(y[i], y[i + 8]);
+            }
+        }
+        let mut out = [[0u8; 16]; 16];
+        for (o, v) in out.iter_mut().zip(x) {
+            _mm_storeu_si128(o.as_mut_ptr().cast(), v);
+        }
+        out
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    std::array::from_fn(|j| std::array::from_fn(|i| m[i][j]))
 }
 
 /// Quantized activations of one call, rows padded like the weights.
@@ -469,5 +520,20 @@ mod x86 {
         acc: &mut [i32],
     ) {
         dots_avx2_inner(a, mr, w, nr, kp, acc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn transpose16_transposes() {
+        let m: [[u8; 16]; 16] =
+            std::array::from_fn(|i| std::array::from_fn(|j| (i * 16 + j) as u8));
+        let t = super::transpose16(&m);
+        for i in 0..16 {
+            for j in 0..16 {
+                assert_eq!(t[j][i], m[i][j], "({i}, {j})");
+            }
+        }
     }
 }

@@ -25,7 +25,7 @@ const FORMAT: &str = "voxlane.conv1d_int8";
 
 /// Version of the packed layouts a cache holds: raise it with any change to
 /// how a route packs, so every older cache is rewritten at once.
-pub const PACK_LAYOUT: u32 = 2;
+pub const PACK_LAYOUT: u32 = 3;
 
 /// Where the bind cache of voxlane weight file `model` lives on this CPU's route.
 pub fn cache_path(model: &Path) -> PathBuf {
@@ -174,4 +174,65 @@ impl BindCache {
 fn bytemuck_i8(v: &[i8]) -> &[u8] {
     // SAFETY: i8 and u8 have the same size, alignment and valid bit patterns.
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), v.len()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::conv1d::Conv1dParams;
+    use crate::kernels::cpu::available_levels;
+    use crate::kernels::matmul::IntWeights;
+
+    /// The packed bytes of every tiles kind this machine can pack, hashed
+    /// (FNV-1a) for [`PACK_LAYOUT`] 3. A cache maps packings written by an
+    /// earlier build: when this fails, a packing changed, so raise
+    /// `PACK_LAYOUT` (older caches are then rewritten) and record the new hashes.
+    #[test]
+    fn packings_match_their_layout_version() {
+        // (shape, tiles, hash)
+        const KNOWN: [(usize, &str, u64); 4] = [
+            (0, "vector-i8", 0x154c4011aae61510),
+            (0, "wino43-i16", 0x939de1accc96d897),
+            (1, "vector-i8", 0xbdf7a9a76607de63),
+            (1, "wide-i16", 0xe0ca3a1db899c146),
+        ];
+        assert_eq!(
+            PACK_LAYOUT, 3,
+            "record the hashes of the new layout version"
+        );
+        let fnv = |bytes: &[u8]| {
+            bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+            })
+        };
+        let shapes = [
+            Conv1dParams::new(9, 7, 7).dilation(2).padding(6, 6),
+            Conv1dParams::new(9, 7, 4).stride(2).padding(1, 2),
+        ];
+        for (si, p) in shapes.into_iter().enumerate() {
+            let w: Vec<u8> = (0..p.weight_len()).map(|i| (i * 89 + 7) as u8).collect();
+            let mut conv = Conv1dInt8::new(p, IntWeights::U8(&w), &[0.01], &[131], None).unwrap();
+            for level in available_levels() {
+                conv.set_level(level);
+                let prep = conv.prepared().expect("a dense conv");
+                let mut bytes = bytemuck_i8(prep.packed).to_vec();
+                bytes.extend(prep.wsum.iter().flat_map(|v| v.to_le_bytes()));
+                let got = fnv(&bytes);
+                match KNOWN
+                    .iter()
+                    .find(|(i, name, _)| *i == si && *name == prep.tiles)
+                {
+                    Some((_, _, want)) => assert_eq!(
+                        got, *want,
+                        "{} tiles of {p:?} packed anew (hash {got:#x}): raise PACK_LAYOUT",
+                        prep.tiles
+                    ),
+                    None => eprintln!(
+                        "{} tiles: no recorded hash on this machine's kinds",
+                        prep.tiles
+                    ),
+                }
+            }
+        }
+    }
 }
