@@ -809,9 +809,12 @@ impl Conv1dInt8 {
             ..
         } = self.layout
         {
-            let geo = winograd::Geometry::new(p, t_out);
-            grow(&mut ps.phases, geo.phase_len());
-            grow(&mut ps.transformed, geo.transformed_len());
+            // Sized for any lane count a call may bring.
+            for lanes in 1..=winograd::MAX_BATCH_LANES {
+                let geo = winograd::Geometry::new(p, t_out, lanes);
+                grow(&mut ps.phases, geo.phase_len());
+                grow(&mut ps.transformed, geo.transformed_len());
+            }
             if self.any_zero {
                 grow(&mut ps.colsum, tp);
             }
@@ -1184,7 +1187,7 @@ impl Conv1dInt8 {
         sink: Sink,
     ) -> Result<(), KernelError> {
         let p = &self.params;
-        let geo = winograd::Geometry::new(p, t_out);
+        let geo = winograd::Geometry::new(p, t_out, pool.threads());
         let cbs = self.cbs;
         let xpad = &ps.xpad[..p.c_in * tp];
         let plen = geo.phase_len() / cbs;
@@ -1223,7 +1226,9 @@ impl Conv1dInt8 {
             };
             let v = &ps.transformed[..geo.transformed_len()];
             let units = (geo.tiles - q0).min(geo.batch) / winograd::UNIT_Q;
-            let parts = MIN_UNITS.div_ceil(units).clamp(1, blocks);
+            // Enough items per batch that the lanes end it together (a batch
+            // ends in a barrier; integer sums are exact, so any split gives the same bits).
+            let parts = (4 * pool.threads()).div_ceil(units).clamp(1, blocks);
             let per_part = blocks.div_ceil(parts);
             let parts = blocks.div_ceil(per_part);
             pool.for_each_chunk(units * parts, 1, |us| {
@@ -2646,7 +2651,12 @@ mod tests {
                 scale: 0.01,
                 zero_point: 3,
             };
-            let pool = LanePool::new(1).unwrap();
+            // THREADS=n times the lane pool of n threads.
+            let threads = std::env::var("THREADS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1);
+            let pool = LanePool::new(threads).unwrap();
             let time = |f: &mut dyn FnMut()| {
                 f();
                 let start = std::time::Instant::now();

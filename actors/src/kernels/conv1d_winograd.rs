@@ -36,8 +36,11 @@ pub(super) const MAX_DILATION: usize = 8;
 pub(super) const MAX_TERMS: usize = 8192;
 /// Tiles per GEMM unit (two 8-tile vectors).
 pub(super) const UNIT_Q: usize = 16;
-/// Output frames a transform batch aims for (bounds the transformed buffer).
+/// Output frames a transform batch aims for per lane (bounds the
+/// transformed buffer; a batch ends in a barrier, so more lanes take more).
 const BATCH_FRAMES: usize = 1024;
+/// Most lanes a batch grows for ([`Geometry::new`]).
+pub(super) const MAX_BATCH_LANES: usize = 4;
 
 /// `Bᵀ` (rows: slots; columns: inputs `x[q·4·d + u·d]`).
 pub(super) const BT: [[i32; 6]; SLOTS] = [
@@ -235,14 +238,15 @@ pub(super) struct Geometry {
 }
 
 impl Geometry {
-    /// The layout for `t_out` outputs of a conv with parameters `p`.
-    pub fn new(p: &Conv1dParams, t_out: usize) -> Self {
+    /// The layout for `t_out` outputs of a conv with parameters `p` on `lanes` threads.
+    pub fn new(p: &Conv1dParams, t_out: usize, lanes: usize) -> Self {
         let d = p.dilation;
         let cbs = p.c_in.div_ceil(4);
         let unit_frames = OUTS * d * UNIT_Q;
         let units = t_out.div_ceil(unit_frames).max(1);
         let tiles = units * UNIT_Q;
-        let batch = (BATCH_FRAMES / unit_frames).clamp(1, units) * UNIT_Q;
+        let frames = BATCH_FRAMES * lanes.clamp(1, MAX_BATCH_LANES);
+        let batch = (frames / unit_frames).clamp(1, units) * UNIT_Q;
         // Reads reach 8 tiles past a unit's start (whole vectors) plus the
         // last group's offset; transforms run 4 tiles at a time.
         let vq = (batch + max_offset(p.kernel)).div_ceil(4) * 4 + 4;
