@@ -1,10 +1,11 @@
 //! Winograd F(4,3) for the AVX2 int8 dense conv (stride 1, one group).
 //!
-//! Taps are taken three at a time (the last group zero-padded); per group
-//! and tile of four outputs spaced by the dilation, six transformed inputs
-//! `Bᵀx` meet six transformed weights `24·G·w`, and `Aᵀ` of their products
-//! gives `24·Σ x·w`: 24 multiplies per 4 outputs × 3 taps instead of 12·… —
-//! half the `vpmaddwd`s of the direct route on every tap group.
+//! Taps are taken three at a time (a last group of two zero-padded, a last
+//! single tap run directly); per group and tile of four outputs spaced by
+//! the dilation, six transformed inputs `Bᵀx` meet six transformed weights
+//! `24·G·w`, and `Aᵀ` of their products gives `24·Σ x·w`: 6 multiplies per
+//! 4 outputs × 3 taps instead of 12 — half the `vpmaddwd`s of the direct
+//! route on every tap group.
 //!
 //! Exact in wrapping i32 arithmetic, so the route returns the direct
 //! route's bits: the transformed weights fit i16 (`|24·G·w| ≤ 24·128`), the
