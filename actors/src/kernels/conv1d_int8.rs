@@ -1148,11 +1148,13 @@ impl Conv1dInt8 {
         }
         let p = &self.params;
         let cig = p.c_in / p.groups;
+        // The raw writes below rely on it.
+        assert!(colsum.len() >= p.groups * tp && xpad.len() >= p.c_in * tp);
         let colsum = Shared(colsum.as_mut_ptr());
         pool.for_each_chunk(tp, 1024, |range| {
             for g in 0..p.groups {
                 // SAFETY: this chunk alone writes frames `range` of each group
-                // row; the caller reserved `groups · tp` sums.
+                // row, inside the `groups · tp` sums asserted above.
                 let dst = unsafe {
                     std::slice::from_raw_parts_mut(
                         colsum.ptr().add(g * tp + range.start),
