@@ -18,8 +18,15 @@
 //! the pairs `vpmaddwd` sums):
 //! - phases `[cb][r0][c][q][4]` u8: input frame `d·(4q + c) + r0` (`r0` the
 //!   dilation phase, `c` the residue mod 4), zero past the input;
-//! - transformed `[cb][slot][ρ][r0][q][4]` i16 for the residues `ρ` the tap
-//!   groups start at (group `g` reads residue `3g mod 4` from tile `q + 3g div 4`);
+//! - transformed, per unit of [`UNIT_Q`] tiles, `[slot][r0][cb][ρ][q][4]`
+//!   i16: group `g` (at most four) reads residue `3g mod 4` from phase tile
+//!   `q + 3g div 4`, its row shifted so every group reads tile `q`. One
+//!   GEMM call's reads (every channel block and group of one slot and
+//!   phase) are one contiguous, cache-line aligned run: strided rows missed
+//!   L1 on every load (the weight stream evicts them), and split lines cost
+//!   the tile ~15% more; then, for a tail tap, the unit's input frames it
+//!   reads, `[r0][j][cb][q][4]` u8 (output `4q + j` of phase `r0`), so its
+//!   reads are one run too;
 //! - weights `[slot][co block][cb][group][MR][4]` i16.
 
 use super::conv1d::Conv1dParams;
@@ -32,6 +39,8 @@ pub(super) const OUTS: usize = 4;
 pub(super) const TAPS: usize = 3;
 /// Most dilation the route takes (its output rows hold `4·d·UNIT_Q` frames).
 pub(super) const MAX_DILATION: usize = 8;
+/// Most taps the route takes: four groups, one transformed row each.
+pub(super) const MAX_KERNEL: usize = 13;
 /// Most `c_in · k` terms: keeps `|Σ x·w| < 2²⁸` (255·128·8192 = 2²⁸ − …), so
 /// the exact division recovers every sum.
 pub(super) const MAX_TERMS: usize = 8192;
@@ -40,6 +49,10 @@ pub(super) const UNIT_Q: usize = 16;
 /// Output frames a transform batch aims for per lane (bounds the
 /// transformed buffer; a batch ends in a barrier, so more lanes take more).
 const BATCH_FRAMES: usize = 1024;
+/// Units a batch holds per lane at least, so each lane's units are its own
+/// (transformed and multiplied by the lane, no barrier between; see
+/// [`Geometry::new`]).
+pub(super) const UNITS_PER_LANE: usize = 4;
 /// Most lanes a batch grows for ([`Geometry::new`]).
 pub(super) const MAX_BATCH_LANES: usize = 4;
 
@@ -69,6 +82,7 @@ pub(super) fn eligible(p: &Conv1dParams) -> bool {
         && p.c_in > 1
         && p.kernel >= TAPS
         && p.dilation <= MAX_DILATION
+        && p.kernel <= MAX_KERNEL
         && p.c_in * p.kernel <= MAX_TERMS
 }
 
@@ -88,19 +102,14 @@ pub(super) fn tail(k: usize) -> bool {
     k > TAPS && k % TAPS == 1
 }
 
-/// Residues the tap groups start at (`ρ` index `g mod 4` holds `3g mod 4`).
+/// Residues the tap groups start at (group `g` reads residue `3g mod 4`).
 pub(super) fn residues(k: usize) -> usize {
-    groups(k).min(4)
+    groups(k)
 }
 
-/// `(ρ index, tile offset)` of tap group `g`.
-pub(super) fn group_at(g: usize) -> (usize, usize) {
-    (g % 4, TAPS * g / 4)
-}
-
-/// Tile offset of the last tap group.
-pub(super) fn max_offset(k: usize) -> usize {
-    group_at(groups(k) - 1).1
+/// Phase tiles the transformed row of group `g` is shifted by.
+fn row_shift(g: usize) -> usize {
+    TAPS * g / 4
 }
 
 /// Packed weight bytes for `c_out` outputs in blocks of `mr`, `cbs` channel
@@ -225,17 +234,16 @@ pub(super) struct Geometry {
     pub d: usize,
     /// Channel blocks of 4.
     pub cbs: usize,
-    /// Residues the groups read.
+    /// Residues the groups read (one per group).
     pub rhos: usize,
     /// Tiles per phase covering every output (whole units).
     pub tiles: usize,
-    /// Tiles per transform batch (whole units).
-    pub batch: usize,
-    /// Tiles per phase of a transformed batch (the batch, the groups'
-    /// reach and a vector's slack).
-    pub vq: usize,
+    /// Units per transform batch.
+    pub batch_units: usize,
     /// Tiles per phase of the phase buffer.
     pub pq: usize,
+    /// Taps (a tail tap's rows follow the slots in a unit).
+    pub k: usize,
 }
 
 impl Geometry {
@@ -246,22 +254,22 @@ impl Geometry {
         let unit_frames = OUTS * d * UNIT_Q;
         let units = t_out.div_ceil(unit_frames).max(1);
         let tiles = units * UNIT_Q;
-        let frames = BATCH_FRAMES * lanes.clamp(1, MAX_BATCH_LANES);
-        let batch = (frames / unit_frames).clamp(1, units) * UNIT_Q;
-        // Reads reach 8 tiles past a unit's start (whole vectors) plus the
-        // last group's offset; transforms run 4 tiles at a time.
-        let vq = (batch + max_offset(p.kernel)).div_ceil(4) * 4 + 4;
-        // A transformed tile q reads phase tiles up to q + 2; the tail tap
-        // reads whole vectors from tile q + (k + 2) div 4.
-        let pq = tiles.div_ceil(batch) * batch + vq + 2 + (p.kernel + 2) / 4 + UNIT_Q;
+        let lanes = lanes.clamp(1, MAX_BATCH_LANES);
+        let batch_units = (BATCH_FRAMES * lanes / unit_frames)
+            .max(UNITS_PER_LANE * lanes)
+            .clamp(1, units);
+        // A unit's transform reads 2 phase tiles past its 16 and its rows'
+        // shift (at most 2); the tail tap reads whole vectors from tile
+        // q + (k + 2) div 4.
+        let pq = tiles + 4 + (p.kernel + 2) / 4 + UNIT_Q;
         Self {
             d,
             cbs,
             rhos: residues(p.kernel),
             tiles,
-            batch,
-            vq,
+            batch_units,
             pq,
+            k: p.kernel,
         }
     }
 
@@ -270,19 +278,46 @@ impl Geometry {
         self.cbs * self.d * 4 * self.pq * 4
     }
 
-    /// i16 values of one channel block of the transformed buffer.
-    pub fn block_len(&self) -> usize {
-        SLOTS * self.slot_len()
+    /// Units (of [`UNIT_Q`] tiles) per phase.
+    pub fn units(&self) -> usize {
+        self.tiles / UNIT_Q
     }
 
-    /// i16 values of one slot of a channel block.
-    pub fn slot_len(&self) -> usize {
-        self.rhos * self.d * self.vq * 4
+    /// i16 values of one transformed unit (the tail tap's u8 rows too).
+    pub fn unit_len(&self) -> usize {
+        self.tail_at()
+            + if tail(self.k) {
+                self.d * 2 * self.cbs * ROW
+            } else {
+                0
+            }
     }
 
-    /// i16 values of the transformed buffer.
+    /// Offset (i16) of the tail tap's rows in a transformed unit.
+    fn tail_at(&self) -> usize {
+        SLOTS * self.d * self.row_len()
+    }
+
+    /// Byte offset in a transformed unit of the tail tap's row for output
+    /// `j` of each tile of phase `r0` (channel blocks [`ROW`] bytes apart).
+    pub fn tail_row_at(&self, r0: usize, j: usize) -> usize {
+        2 * self.tail_at() + (r0 * OUTS + j) * self.cbs * ROW
+    }
+
+    /// i16 values one GEMM call reads: every channel block and group of
+    /// one slot and phase.
+    pub fn row_len(&self) -> usize {
+        self.cbs * self.rhos * UNIT_Q * 4
+    }
+
+    /// Offset (i16) of slot `slot`, phase `r0` in a transformed unit.
+    pub fn row_at(&self, slot: usize, r0: usize) -> usize {
+        (slot * self.d + r0) * self.row_len()
+    }
+
+    /// i16 values of the transformed buffer (one batch).
     pub fn transformed_len(&self) -> usize {
-        self.cbs * self.block_len()
+        self.batch_units * self.unit_len()
     }
 
     /// Byte offset in the phase buffer of phase `r0`, residue `c`, tile `q`
@@ -291,10 +326,14 @@ impl Geometry {
         ((r0 * 4 + c) * self.pq + q) * 4
     }
 
-    /// Offset (i16) of group `g`'s reads relative to tile q of phase r0.
+    /// Offset (i16) of group `g`'s reads from its channel block's start.
     pub fn group_offset(&self, g: usize) -> usize {
-        let (ri, qoff) = group_at(g);
-        (ri * self.d * self.vq + qoff) * 4
+        g * UNIT_Q * 4
+    }
+
+    /// Offset (i16) between channel blocks in a GEMM call's reads.
+    pub fn cb_stride(&self) -> usize {
+        self.rhos * UNIT_Q * 4
     }
 }
 
@@ -386,77 +425,94 @@ fn transpose16x4(src: &[[u8; 16]; 4]) -> [[u8; 16]; 4] {
     std::array::from_fn(|c| std::array::from_fn(|f| src[f % 4][4 * (f / 4) + c]))
 }
 
-/// Transform channel block `cb`'s tiles `q0..q0 + vq` of every phase and
-/// residue into `dst` (`block_len` values) from its phases `src`.
-pub(super) fn transform(geo: &Geometry, src: &[u8], q0: usize, dst: &mut [i16]) {
+/// Transform the unit of tiles `q..q + UNIT_Q` of every channel block,
+/// group and phase into `dst` ([`Geometry::unit_len`] values) from the
+/// phases of every channel block.
+pub(super) fn transform_unit(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16]) {
     #[cfg(target_arch = "x86_64")]
     if super::cpu::features().avx2_fma {
         // SAFETY: AVX2 was detected.
-        return unsafe { transform_avx2(geo, src, q0, dst) };
+        return unsafe { transform_unit_avx2(geo, phases, q, dst) };
     }
-    transform_body(geo, src, q0, dst)
+    transform_unit_body(geo, phases, q, dst)
 }
 
-/// [`transform`] compiled for AVX2 (its loops vectorize 16 lanes wide).
+/// [`transform_unit`] compiled for AVX2 (its rows vectorize 16 lanes wide).
 ///
 /// # Safety
 /// Needs AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn transform_avx2(geo: &Geometry, src: &[u8], q0: usize, dst: &mut [i16]) {
-    transform_body(geo, src, q0, dst)
+unsafe fn transform_unit_avx2(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16]) {
+    transform_unit_body(geo, phases, q, dst)
 }
 
+/// Values in one transformed row of a unit (its tiles × 4 channels).
+pub(super) const ROW: usize = UNIT_Q * 4;
+
 #[inline(always)]
-fn transform_body(geo: &Geometry, src: &[u8], q0: usize, dst: &mut [i16]) {
-    let (d, pq, vq) = (geo.d, geo.pq, geo.vq);
-    let n = vq * 4;
-    for ri in 0..geo.rhos {
-        let rho = (TAPS * ri) % 4;
+fn transform_unit_body(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16]) {
+    let (d, pq, rhos) = (geo.d, geo.pq, geo.rhos);
+    let plen = geo.phase_len() / geo.cbs;
+    for cb in 0..geo.cbs {
+        let src = &phases[cb * plen..][..plen];
+        for g in 0..rhos {
+            let rho = (TAPS * g) % 4;
+            for r0 in 0..d {
+                // x_u = phase (ρ + u) mod 4 from tile q + (ρ + u) div 4, past
+                // the row's shift.
+                let x: [&[u8]; 6] = std::array::from_fn(|u| {
+                    let (c, dq) = ((rho + u) % 4, row_shift(g) + (rho + u) / 4);
+                    &src[(r0 * 4 + c) * pq * 4 + (q + dq) * 4..][..ROW]
+                });
+                let at = |slot: usize| geo.row_at(slot, r0) + (cb * rhos + g) * ROW;
+                bt_row::<0>(&x, &mut dst[at(0)..]);
+                bt_row::<1>(&x, &mut dst[at(1)..]);
+                bt_row::<2>(&x, &mut dst[at(2)..]);
+                bt_row::<3>(&x, &mut dst[at(3)..]);
+                bt_row::<4>(&x, &mut dst[at(4)..]);
+                bt_row::<5>(&x, &mut dst[at(5)..]);
+            }
+        }
+    }
+    if tail(geo.k) {
+        // Output d·(4i + j) + r0 of the tail tap reads phase (j + k − 1)
+        // mod 4 at tile i + (j + k − 1) div 4.
+        let at = geo.tail_at();
+        let rows = bytes_of_mut(&mut dst[at..]);
         for r0 in 0..d {
-            // x_u = phase (ρ + u) mod 4 from tile q0 + (ρ + u) div 4.
-            let x: [&[u8]; 6] = std::array::from_fn(|u| {
-                let (c, dq) = ((rho + u) % 4, (rho + u) / 4);
-                &src[(r0 * 4 + c) * pq * 4 + (q0 + dq) * 4..][..n]
-            });
-            for (slot, coef) in BT.iter().enumerate() {
-                let at = ((slot * geo.rhos + ri) * d + r0) * vq * 4;
-                combine(coef, &x, &mut dst[at..at + n]);
+            for j in 0..OUTS {
+                let e = j + geo.k - 1;
+                let row = geo.tail_row_at(r0, j) - 2 * at;
+                for cb in 0..geo.cbs {
+                    let src = &phases[cb * plen + geo.phase_at(r0, e % 4, q + e / 4)..][..ROW];
+                    rows[row + cb * ROW..][..ROW].copy_from_slice(src);
+                }
             }
         }
     }
 }
 
-/// `out[i] = Σ_u coef[u]·x[u][i]` over the non-zero coefficients (i16; the
-/// sums stay within ±1275·2).
+/// The bytes of an i16 slice, to write u8 rows into.
+fn bytes_of_mut(v: &mut [i16]) -> &mut [u8] {
+    let len = std::mem::size_of_val(v);
+    // SAFETY: i16 has no padding and u8 alignment is 1; same memory, twice the length.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), len) }
+}
+
+/// `out[i] = Σ_u Bᵀ[S][u]·x[u][i]` (i16; within ±1275·2): `S` a constant, so
+/// the zero and unit coefficients fold away and the loop vectorizes.
 #[inline(always)]
-fn combine(coef: &[i32; 6], x: &[&[u8]; 6], out: &mut [i16]) {
-    // Rows of Bᵀ have three or four non-zero entries; a fixed four-term form
-    // (zero-weight terms folded away per row) lets each row's loop vectorize.
-    let mut terms = [(0i16, x[0]); 4];
-    let mut n = 0;
-    for (u, &c) in coef.iter().enumerate() {
-        if c != 0 {
-            terms[n] = (c as i16, x[u]);
-            n += 1;
-        }
-    }
-    let len = out.len();
-    match n {
-        3 => {
-            let [(a, xa), (b, xb), (c, xc), _] = terms;
-            let (xa, xb, xc) = (&xa[..len], &xb[..len], &xc[..len]);
-            for i in 0..len {
-                out[i] = a * xa[i] as i16 + b * xb[i] as i16 + c * xc[i] as i16;
-            }
-        }
-        _ => {
-            let [(a, xa), (b, xb), (c, xc), (e, xe)] = terms;
-            let (xa, xb, xc, xe) = (&xa[..len], &xb[..len], &xc[..len], &xe[..len]);
-            for i in 0..len {
-                out[i] = a * xa[i] as i16 + b * xb[i] as i16 + c * xc[i] as i16 + e * xe[i] as i16;
-            }
-        }
+fn bt_row<const S: usize>(x: &[&[u8]; 6], out: &mut [i16]) {
+    let c: [i16; 6] = std::array::from_fn(|u| BT[S][u] as i16);
+    let x: [&[u8]; 6] = std::array::from_fn(|u| &x[u][..ROW]);
+    for (i, o) in out[..ROW].iter_mut().enumerate() {
+        *o = c[0] * x[0][i] as i16
+            + c[1] * x[1][i] as i16
+            + c[2] * x[2][i] as i16
+            + c[3] * x[3][i] as i16
+            + c[4] * x[4][i] as i16
+            + c[5] * x[5][i] as i16;
     }
 }
 
