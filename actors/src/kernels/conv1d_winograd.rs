@@ -454,6 +454,14 @@ pub(super) const ROW: usize = UNIT_Q * 4;
 fn transform_unit_body(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16]) {
     let (d, pq, rhos) = (geo.d, geo.pq, geo.rhos);
     let plen = geo.phase_len() / geo.cbs;
+    // The six slots' regions (slot s holds rows (s, r0) for every phase).
+    let stride = geo.row_at(1, 0);
+    let (s0, rest) = dst.split_at_mut(stride);
+    let (s1, rest) = rest.split_at_mut(stride);
+    let (s2, rest) = rest.split_at_mut(stride);
+    let (s3, rest) = rest.split_at_mut(stride);
+    let (s4, rest) = rest.split_at_mut(stride);
+    let mut slots = [s0, s1, s2, s3, s4, &mut rest[..stride]];
     for cb in 0..geo.cbs {
         let src = &phases[cb * plen..][..plen];
         for g in 0..rhos {
@@ -465,13 +473,8 @@ fn transform_unit_body(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16])
                     let (c, dq) = ((rho + u) % 4, row_shift(g) + (rho + u) / 4);
                     &src[(r0 * 4 + c) * pq * 4 + (q + dq) * 4..][..ROW]
                 });
-                let at = |slot: usize| geo.row_at(slot, r0) + (cb * rhos + g) * ROW;
-                bt_row::<0>(&x, &mut dst[at(0)..]);
-                bt_row::<1>(&x, &mut dst[at(1)..]);
-                bt_row::<2>(&x, &mut dst[at(2)..]);
-                bt_row::<3>(&x, &mut dst[at(3)..]);
-                bt_row::<4>(&x, &mut dst[at(4)..]);
-                bt_row::<5>(&x, &mut dst[at(5)..]);
+                let at = geo.row_at(0, r0) + (cb * rhos + g) * ROW;
+                bt_rows(&x, &mut slots, at);
             }
         }
     }
@@ -500,19 +503,32 @@ fn bytes_of_mut(v: &mut [i16]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), len) }
 }
 
-/// `out[i] = Σ_u Bᵀ[S][u]·x[u][i]` (i16; within ±1275·2): `S` a constant, so
-/// the zero and unit coefficients fold away and the loop vectorizes.
+/// `Bᵀx` of one row: `out[s][at + i] = Σ_u Bᵀ[s][u]·x[u][i]` (i16; within
+/// ±1275·2), all six slots in one pass over the inputs (Bᵀ's constants fold,
+/// and the loop vectorizes).
 #[inline(always)]
-fn bt_row<const S: usize>(x: &[&[u8]; 6], out: &mut [i16]) {
-    let c: [i16; 6] = std::array::from_fn(|u| BT[S][u] as i16);
+fn bt_rows(x: &[&[u8]; 6], out: &mut [&mut [i16]; SLOTS], at: usize) {
     let x: [&[u8]; 6] = std::array::from_fn(|u| &x[u][..ROW]);
-    for (i, o) in out[..ROW].iter_mut().enumerate() {
-        *o = c[0] * x[0][i] as i16
-            + c[1] * x[1][i] as i16
-            + c[2] * x[2][i] as i16
-            + c[3] * x[3][i] as i16
-            + c[4] * x[4][i] as i16
-            + c[5] * x[5][i] as i16;
+    let [o0, o1, o2, o3, o4, o5] = out;
+    let (o0, o1, o2) = (
+        &mut o0[at..][..ROW],
+        &mut o1[at..][..ROW],
+        &mut o2[at..][..ROW],
+    );
+    let (o3, o4, o5) = (
+        &mut o3[at..][..ROW],
+        &mut o4[at..][..ROW],
+        &mut o5[at..][..ROW],
+    );
+    let row = |s: usize, v: &[i16; 6]| (0..6).fold(0i16, |a, u| a + BT[s][u] as i16 * v[u]);
+    for i in 0..ROW {
+        let v: [i16; 6] = std::array::from_fn(|u| x[u][i] as i16);
+        o0[i] = row(0, &v);
+        o1[i] = row(1, &v);
+        o2[i] = row(2, &v);
+        o3[i] = row(3, &v);
+        o4[i] = row(4, &v);
+        o5[i] = row(5, &v);
     }
 }
 
