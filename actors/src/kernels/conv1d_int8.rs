@@ -1520,9 +1520,11 @@ impl Dense<'_> {
         let mut window = [0i32; FRAMES];
         self.window_sums(0, t0, &mut window[..n]);
         let mut acc = [[[[0i32; N]; MR]; winograd::SLOTS]; BG];
-        let mut tail = [[0i32; N]; MR];
+        // A tail tap's sums, per output of the tile.
+        let mut tail = [[[0i32; N]; MR]; winograd::OUTS];
         let k = p.kernel;
         let tail_at = winograd::tail_offset(p.c_out, MR, cbs, k);
+        let wt = cbs * MR * 4 * 2;
         let mut rows = [[[0i32; FRAMES]; MR]; BG];
         let groups = self.tap_off.len();
         let wslot = cbs * groups * MR * 4 * 2;
@@ -1550,30 +1552,23 @@ impl Dense<'_> {
                     }
                 }
                 for (bi, (acc, rows)) in acc.iter().zip(rows.iter_mut()).take(nb).enumerate() {
-                    let nr = MR.min(p.c_out - (b0 + bi) * MR);
+                    let b = b0 + bi;
+                    if winograd::tail(k) {
+                        // The last tap directly from its input rows (u8),
+                        // added in the output transform.
+                        let w = &self.packed[tail_at + b * wt..][..wt];
+                        for (j, tail) in tail.iter_mut().enumerate() {
+                            let x = &vb[geo.tail_row_at(r0, j)..][..cbs * winograd::ROW];
+                            tile_wide::<false, N>(x, w, cbs, winograd::ROW, &[0], tail);
+                        }
+                    }
+                    let nr = MR.min(p.c_out - b * MR);
                     for (r, row) in rows.iter_mut().take(nr).enumerate() {
                         let sums: [&[i32; N]; winograd::SLOTS] =
                             std::array::from_fn(|s| &acc[s][r]);
-                        winograd::untransform(&sums, d, r0, row);
-                    }
-                }
-                if winograd::tail(k) {
-                    // The last tap directly from its input rows, u8.
-                    let wt = cbs * MR * 4 * 2;
-                    for j in 0..winograd::OUTS {
-                        let x = &vb[geo.tail_row_at(r0, j)..][..cbs * winograd::ROW];
-                        for (bi, rows) in rows.iter_mut().take(nb).enumerate() {
-                            let b = b0 + bi;
-                            let w = &self.packed[tail_at + b * wt..][..wt];
-                            tile_wide::<false, N>(x, w, cbs, winograd::ROW, &[0], &mut tail);
-                            let nr = MR.min(p.c_out - b * MR);
-                            for (row, sums) in rows.iter_mut().zip(&tail).take(nr) {
-                                for (i, v) in sums.iter().enumerate() {
-                                    let f = &mut row[d * (winograd::OUTS * i + j) + r0];
-                                    *f = f.wrapping_add(*v);
-                                }
-                            }
-                        }
+                        let direct =
+                            winograd::tail(k).then(|| std::array::from_fn(|j| &tail[j][r]));
+                        winograd::untransform(&sums, direct, d, r0, row);
                     }
                 }
             }

@@ -533,9 +533,11 @@ fn bt_rows(x: &[&[u8]; 6], out: &mut [&mut [i16]; SLOTS], at: usize) {
 }
 
 /// Output transform of tile sums `acc[slot][i]` (`N` tiles of one row and
-/// phase `r0`) into frames `d·(4i + j) + r0` of `row`, unscaled.
+/// phase `r0`) into frames `d·(4i + j) + r0` of `row`, unscaled, plus a tail
+/// tap's direct sums `tail[j][i]` where the kernel has one.
 pub(super) fn untransform<const N: usize>(
     acc: &[&[i32; N]; SLOTS],
+    tail: Option<[&[i32; N]; OUTS]>,
     d: usize,
     r0: usize,
     row: &mut [i32],
@@ -543,9 +545,9 @@ pub(super) fn untransform<const N: usize>(
     #[cfg(target_arch = "x86_64")]
     if super::cpu::features().avx2_fma {
         // SAFETY: AVX2 was detected.
-        return unsafe { untransform_avx2(acc, d, r0, row) };
+        return unsafe { untransform_avx2(acc, tail, d, r0, row) };
     }
-    untransform_body(acc, d, r0, row)
+    untransform_body(acc, tail, d, r0, row)
 }
 
 /// [`untransform`] compiled for AVX2 (`vpmulld` for the exact division).
@@ -556,15 +558,22 @@ pub(super) fn untransform<const N: usize>(
 #[target_feature(enable = "avx2")]
 unsafe fn untransform_avx2<const N: usize>(
     acc: &[&[i32; N]; SLOTS],
+    tail: Option<[&[i32; N]; OUTS]>,
     d: usize,
     r0: usize,
     row: &mut [i32],
 ) {
-    untransform_body(acc, d, r0, row)
+    untransform_body(acc, tail, d, r0, row)
 }
 
 #[inline(always)]
-fn untransform_body<const N: usize>(m: &[&[i32; N]; SLOTS], d: usize, r0: usize, row: &mut [i32]) {
+fn untransform_body<const N: usize>(
+    m: &[&[i32; N]; SLOTS],
+    tail: Option<[&[i32; N]; OUTS]>,
+    d: usize,
+    r0: usize,
+    row: &mut [i32],
+) {
     // Aᵀ by its shared sums: y0 = m0 + a + c, y1 = b + 2e, y2 = a + 4c,
     // y3 = b + 8e + m5 (a, b = m1 ± m2; c, e = m3 ± m4); lane-wise, so it vectorizes.
     let mut y = [[0i32; N]; OUTS];
@@ -575,6 +584,13 @@ fn untransform_body<const N: usize>(m: &[&[i32; N]; SLOTS], d: usize, r0: usize,
         y[1][i] = unscale(b.wrapping_add(e.wrapping_shl(1)));
         y[2][i] = unscale(a.wrapping_add(c.wrapping_shl(2)));
         y[3][i] = unscale(b.wrapping_add(e.wrapping_shl(3)).wrapping_add(m[5][i]));
+    }
+    if let Some(t) = tail {
+        for (yj, tj) in y.iter_mut().zip(t) {
+            for (v, s) in yj.iter_mut().zip(tj) {
+                *v = v.wrapping_add(*s);
+            }
+        }
     }
     for (j, yj) in y.iter().enumerate() {
         for (i, v) in yj.iter().enumerate() {
