@@ -2267,10 +2267,17 @@ mod tests {
         ));
         let mut got = vec![i32::MIN; want.len()];
         let mut ws = Conv1dInt8Workspace::new();
+        // One lane (each unit transformed and multiplied by its lane), and
+        // two (the same, or, with fewer than 4 units a lane, the units'
+        // output blocks split between the lanes).
+        for threads in [1, 2] {
+            let pool = LanePool::new(threads).unwrap();
+            got.fill(i32::MIN);
+            conv.conv_integer(&pool, &xq, zx, t, &mut got, &mut ws)
+                .unwrap();
+            assert_eq!(got, want, "{p:?} t {t} threads {threads}");
+        }
         let pool = LanePool::new(2).unwrap();
-        conv.conv_integer(&pool, &xq, zx, t, &mut got, &mut ws)
-            .unwrap();
-        assert_eq!(got, want, "{p:?} t {t}");
         // Back to the direct tiles and again: the transformed weights invert.
         conv.set_level(SimdLevel::Scalar);
         conv.conv_integer(&pool, &xq, zx, t, &mut got, &mut ws)
@@ -2293,6 +2300,8 @@ mod tests {
             (64, 64, 7, 3, 333),
             (256, 256, 3, 1, 130),
             (1090, 64, 3, 1, 90),
+            // Enough units that two lanes each take whole units.
+            (24, 30, 7, 1, 1100),
         ]
         .into_iter()
         .enumerate()
