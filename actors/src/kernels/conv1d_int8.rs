@@ -1529,7 +1529,7 @@ impl Dense<'_> {
         let groups = self.tap_off.len();
         let wslot = cbs * groups * MR * 4 * 2;
         let blocks = p.c_out.div_ceil(MR);
-        let vb: &[u8] = bytes_of(v);
+        let vb: &[u8] = winograd::bytes_of(v);
         let max_off = self.tap_off.iter().max().copied().unwrap_or(0);
         let mut b0 = block_range.start;
         while b0 < block_range.end {
@@ -1581,12 +1581,6 @@ impl Dense<'_> {
             b0 += nb;
         }
     }
-}
-
-/// The bytes of an i16 slice (for the byte-addressed tiles).
-fn bytes_of(v: &[i16]) -> &[u8] {
-    // SAFETY: i16 has no padding and u8 alignment is 1; same memory, twice the length.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
 
 impl Dense<'_> {

@@ -496,7 +496,13 @@ fn transform_unit_body(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16])
     }
 }
 
-/// The bytes of an i16 slice, to write u8 rows into.
+/// The bytes of an i16 slice (for the byte-addressed tiles).
+pub(super) fn bytes_of(v: &[i16]) -> &[u8] {
+    // SAFETY: i16 has no padding and u8 alignment is 1; same memory, twice the length.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// [`bytes_of`], to write u8 rows into.
 fn bytes_of_mut(v: &mut [i16]) -> &mut [u8] {
     let len = std::mem::size_of_val(v);
     // SAFETY: i16 has no padding and u8 alignment is 1; same memory, twice the length.
