@@ -102,11 +102,6 @@ pub(super) fn tail(k: usize) -> bool {
     k > TAPS && k % TAPS == 1
 }
 
-/// Residues the tap groups start at (group `g` reads residue `3g mod 4`).
-pub(super) fn residues(k: usize) -> usize {
-    groups(k)
-}
-
 /// Phase tiles the transformed row of group `g` is shifted by.
 fn row_shift(g: usize) -> usize {
     TAPS * g / 4
@@ -234,7 +229,7 @@ pub(super) struct Geometry {
     pub d: usize,
     /// Channel blocks of 4.
     pub cbs: usize,
-    /// Residues the groups read (one per group).
+    /// Tap groups, each reading its own residue (`3g mod 4`) and row.
     pub rhos: usize,
     /// Tiles per phase covering every output (whole units).
     pub tiles: usize,
@@ -265,7 +260,7 @@ impl Geometry {
         Self {
             d,
             cbs,
-            rhos: residues(p.kernel),
+            rhos: groups(p.kernel),
             tiles,
             batch_units,
             pq,
@@ -307,7 +302,7 @@ impl Geometry {
     /// i16 values one GEMM call reads: every channel block and group of
     /// one slot and phase.
     pub fn row_len(&self) -> usize {
-        self.cbs * self.rhos * UNIT_Q * 4
+        self.cbs * self.rhos * ROW
     }
 
     /// Offset (i16) of slot `slot`, phase `r0` in a transformed unit.
@@ -328,12 +323,12 @@ impl Geometry {
 
     /// Offset (i16) of group `g`'s reads from its channel block's start.
     pub fn group_offset(&self, g: usize) -> usize {
-        g * UNIT_Q * 4
+        g * ROW
     }
 
     /// Offset (i16) between channel blocks in a GEMM call's reads.
     pub fn cb_stride(&self) -> usize {
-        self.rhos * UNIT_Q * 4
+        self.rhos * ROW
     }
 }
 
