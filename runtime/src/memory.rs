@@ -26,3 +26,42 @@ pub fn return_large_frees_to_os() {
         }
     }
 }
+
+/// Grow `v` to at least `n` elements, new ones zero (`T::default()`), keeping
+/// its contents. A reallocation takes fresh zeroed memory from the allocator
+/// (untouched pages of a large one cost nothing until used) rather than
+/// writing every new element, so a workspace reserved for the longest input
+/// costs a short one only the pages it touches.
+pub fn grow<T: Copy + Default>(v: &mut Vec<T>, n: usize) {
+    if v.len() >= n {
+        return;
+    }
+    if v.capacity() < n {
+        // `vec![T::default(); n]` of a primitive zero is `calloc`.
+        let mut fresh = vec![T::default(); n];
+        fresh[..v.len()].copy_from_slice(v);
+        *v = fresh;
+    } else {
+        v.resize(n, T::default());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grow;
+
+    #[test]
+    fn grow_keeps_contents_and_zero_fills() {
+        let mut v = vec![1.5f32, -2.0];
+        grow(&mut v, 5);
+        assert_eq!(v, [1.5, -2.0, 0.0, 0.0, 0.0]);
+        grow(&mut v, 3);
+        assert_eq!(v.len(), 5, "never shrinks");
+        v.truncate(1);
+        grow(&mut v, 4);
+        assert_eq!(v, [1.5, 0.0, 0.0, 0.0], "refilled within capacity");
+        let mut e: Vec<u8> = Vec::new();
+        grow(&mut e, 1 << 20);
+        assert!(e.iter().all(|&b| b == 0) && e.len() == 1 << 20);
+    }
+}

@@ -359,10 +359,10 @@ impl Scratch {
                 let u = t_out + inner.params.kernel - 1;
                 grow(&mut self.phase, inner.params.c_in * u);
                 if let Route::Bf16(b) = &inner.route {
-                    grow_pairs(&mut self.pairs, b.pack_len(u));
+                    voxlane_runtime::memory::grow(&mut self.pairs, b.pack_len(u));
                 }
             }
-            Route::Bf16(b) => grow_pairs(&mut self.pairs, b.pack_len(tp)),
+            Route::Bf16(b) => voxlane_runtime::memory::grow(&mut self.pairs, b.pack_len(tp)),
             Route::Depthwise | Route::Direct => {}
         }
         Ok(())
@@ -372,15 +372,7 @@ impl Scratch {
 /// Grow `v` to `n` elements plus [`MAX_LANES`] of slack, so a vector that
 /// starts inside the last row may read past its end without leaving the buffer.
 fn grow(v: &mut Vec<f32>, n: usize) {
-    if v.len() < n + MAX_LANES {
-        v.resize(n + MAX_LANES, 0.0);
-    }
-}
-
-fn grow_pairs(v: &mut Vec<u32>, n: usize) {
-    if v.len() < n {
-        v.resize(n, 0);
-    }
+    voxlane_runtime::memory::grow(v, n + MAX_LANES);
 }
 
 /// Which algorithm a dense (`C_in/groups > 1`) convolution uses.

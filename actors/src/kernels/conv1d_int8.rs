@@ -43,6 +43,7 @@ use super::cpu::{self, simd_level, SimdLevel};
 use super::error::{check_len, KernelError};
 use super::matmul::{quantize_activations, ActivationQuant, IntWeights};
 use super::quantize;
+use voxlane_runtime::memory::grow;
 use voxlane_runtime::weights::Buf;
 
 /// Output channels per register tile of the dense route.
@@ -502,12 +503,6 @@ struct PackScratch {
     phases: Vec<u8>,
     /// Winograd route: one batch of transformed tiles.
     transformed: Vec<i16>,
-}
-
-fn grow<T: Copy + Default>(v: &mut Vec<T>, n: usize) {
-    if v.len() < n {
-        v.resize(n, T::default());
-    }
 }
 
 impl Conv1dInt8Workspace {

@@ -25,6 +25,7 @@ use super::conv1d::{Conv1d, Conv1dParams, Conv1dRoute, Conv1dWorkspace};
 use super::cpu::SimdLevel;
 use super::error::{check_len, KernelError};
 use super::sgemm::{sgemm, MatRef};
+use voxlane_runtime::memory::grow;
 
 /// Output channels per parallel block (fixed: determinism).
 pub const CO_CHUNK: usize = 8;
@@ -237,12 +238,6 @@ pub struct ConvTranspose1d {
     inner: Option<Box<Conv1d>>,
 }
 
-fn grow(v: &mut Vec<f32>, n: usize) {
-    if v.len() < n {
-        v.resize(n, 0.0);
-    }
-}
-
 impl ConvTranspose1d {
     /// Bind weights `[c_in, c_out/groups, kernel]` and optional bias `[c_out]` (polyphase route where possible).
     pub fn new(
@@ -288,17 +283,24 @@ impl ConvTranspose1d {
         // outputs; its tap q reads original tap ρ + (M − 1 − q)·s (zero past
         // the kernel). Read straight from `weight` while the inner conv
         // packs (no intermediate copy of the phase weights).
-        // (phase, column) of each inner output, looked up: a division per
-        // weight was most of a model's load.
-        let split: Vec<(usize, usize)> = (0..s * cog).map(|o2| (o2 / cog, o2 % cog)).collect();
+        // Per (o2, q), looked up (a division per weight was most of a
+        // model's load): the weight's offset in its input channel's row
+        // (`[cog][k]`), or none past the kernel.
+        let offset: Vec<usize> = (0..s * cog * m)
+            .map(|i| {
+                let (o2, q) = (i / m, i % m);
+                let (rho, col) = (o2 / cog, o2 % cog);
+                let tap = rho + (m - 1 - q) * s;
+                if tap < k {
+                    col * k + tap
+                } else {
+                    usize::MAX
+                }
+            })
+            .collect();
         let at = |gi: usize, o2: usize, cil: usize, q: usize| {
-            let (rho, col) = split[o2];
-            let tap = rho + (m - 1 - q) * s;
-            if tap < k {
-                weight[((gi * cig + cil) * cog + col) * k + tap]
-            } else {
-                0.0
-            }
+            let row = &weight[(gi * cig + cil) * cog * k..][..cog * k];
+            row.get(offset[o2 * m + q]).copied().unwrap_or(0.0)
         };
         let mut b2 = vec![0.0; s * p.c_out];
         for gi in 0..g {

@@ -15,6 +15,7 @@ use super::cpu::SimdLevel;
 use super::elementwise::fast_math::{sigmoid_v, tanh_v};
 use super::elementwise::simd::{dispatch, map_inplace, SimdFn, Vf32};
 use super::error::{check_len, KernelError};
+use voxlane_runtime::memory::grow;
 
 /// Borrowed PyTorch-layout weights of one direction.
 #[derive(Debug, Clone, Copy)]
@@ -88,12 +89,6 @@ impl LstmWorkspace {
             grow(&mut d.c, h);
         }
         Ok(())
-    }
-}
-
-fn grow(v: &mut Vec<f32>, n: usize) {
-    if v.len() < n {
-        v.resize(n, 0.0);
     }
 }
 

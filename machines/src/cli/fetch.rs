@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use voxlane_actors::tts::kokoro::graph::KokoroError;
 use voxlane_runtime::fetch::{catalog, Artifact, Fetcher};
+use voxlane_runtime::onnx::voxlane::FILE_TAG;
 use voxlane_runtime::onnx::{convert, OnnxModel};
 
 /// What `voxlane fetch` downloads: the int8 model, the vocab, the voice packs.
@@ -67,11 +68,14 @@ pub fn converted_model(onnx: &Path, out: &mut dyn Write) -> Result<PathBuf, CliE
     let stem = onnx
         .file_stem()
         .map_or_else(|| "model".to_string(), |s| s.to_string_lossy().into_owned());
-    let vxw = onnx.with_file_name(format!("{stem}-{tag}.vxw"));
+    let vxw = onnx.with_file_name(format!("{stem}-{tag}-{FILE_TAG}.vxw"));
     if vxw.is_file() {
         writeln!(out, "{:<24} cached   {}", "voxlane weights", vxw.display())?;
         return Ok(vxw);
     }
+    // An older format's conversion of this source (and its bind caches)
+    // is never read again: free its space.
+    remove_older_conversions(onnx, &format!("{stem}-{tag}"), &vxw);
     let model = OnnxModel::open(onnx).map_err(KokoroError::from)?;
     let sha = sha.trim().to_string();
     let source = onnx
@@ -85,4 +89,25 @@ pub fn converted_model(onnx: &Path, out: &mut dyn Write) -> Result<PathBuf, CliE
     .map_err(KokoroError::from)?;
     writeln!(out, "{:<24} converted {}", "voxlane weights", vxw.display())?;
     Ok(vxw)
+}
+
+/// Remove `prefix….vxw` / `prefix….vxp` files beside `onnx` other than
+/// `keep` (a conversion in another format and the packings bound from it).
+fn remove_older_conversions(onnx: &Path, prefix: &str, keep: &Path) {
+    let Some(dir) = onnx.parent() else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let keep_stem = keep.file_stem().map(|s| s.to_string_lossy().into_owned());
+    for e in entries.flatten() {
+        let path = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let ours = keep_stem.as_deref().is_some_and(|k| name.starts_with(k));
+        let old = name.starts_with(prefix) && (name.ends_with(".vxw") || name.ends_with(".vxp"));
+        if old && !ours && path != keep {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }

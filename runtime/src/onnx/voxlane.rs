@@ -2,7 +2,7 @@
 //! every initializer (and attribute tensor) under its name, in its own
 //! dtype where safetensors has one (int8 weights stay int8 beside their
 //! scales and zero points), and the graph's structure (nodes, attributes,
-//! inputs, outputs) as JSON in the metadata (`voxlane.graph`).
+//! inputs, outputs) as JSON in the `voxlane.graph` tensor (bytes).
 //!
 //! Converted once ([`convert`]), it is opened by [`super::OnnxModel::open`]
 //! like the ONNX file: memory-mapped, every payload a byte range of the map
@@ -24,9 +24,15 @@ use std::path::Path;
 
 /// Metadata key of the format tag.
 const FORMAT_KEY: &str = "voxlane.format";
-/// The format tag this reader writes and accepts.
-pub const FORMAT: &str = "voxlane-onnx-graph/1";
-/// Metadata key of the graph JSON.
+/// The format tag this reader writes (and, with [`FORMAT_1`], accepts).
+pub const FORMAT: &str = "voxlane-onnx-graph/2";
+/// The first format: the graph JSON as a metadata string (escaped inside
+/// the header's JSON, so parsed twice; still read).
+const FORMAT_1: &str = "voxlane-onnx-graph/1";
+/// In a converted file's name, so a build writing a new format converts
+/// again instead of failing on an older cached conversion.
+pub const FILE_TAG: &str = "g2";
+/// Key of the graph JSON: a `U8` tensor (format 2), metadata (format 1).
 const GRAPH_KEY: &str = "voxlane.graph";
 
 /// Does `bytes` start like a safetensors file (u64 header length, then `{`)?
@@ -251,56 +257,24 @@ pub fn convert(
         "graph": graph,
     })
     .to_string();
-    let refs: Vec<(&str, TensorData, Vec<usize>)> = w
+    let mut refs: Vec<(&str, TensorData, Vec<usize>)> = w
         .tensors
         .iter()
         .map(|(n, d, s)| (n.as_str(), d.clone(), s.clone()))
         .collect();
-    let mut meta = vec![(FORMAT_KEY, FORMAT), (GRAPH_KEY, header.as_str())];
+    let tensors = refs.len();
+    let len = header.len();
+    refs.push((GRAPH_KEY, TensorData::U8(header.into_bytes()), vec![len]));
+    let mut meta = vec![(FORMAT_KEY, FORMAT)];
     meta.extend_from_slice(metadata);
     write_safetensors(out, &refs, &meta).map_err(|e| OnnxError::Io {
         path: out.to_path_buf(),
         source: std::io::Error::other(e.to_string()),
     })?;
     Ok(Converted {
-        tensors: refs.len(),
+        tensors,
         nodes: model.graph().nodes.len(),
     })
-}
-
-/// Read helpers over the decoded JSON, each failure a [`Bad::Malformed`].
-fn field<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a Value, Bad> {
-    v.get(key)
-        .ok_or_else(|| Bad::Malformed(format!("{at}: missing `{key}`")))
-}
-
-fn string(v: &Value, key: &str, at: &str) -> Result<String, Bad> {
-    field(v, key, at)?
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| Bad::Malformed(format!("{at}: `{key}` is not a string")))
-}
-
-fn int(v: &Value, at: &str) -> Result<i64, Bad> {
-    v.as_i64()
-        .ok_or_else(|| Bad::Malformed(format!("{at}: expected an integer, found {v}")))
-}
-
-fn list<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a Vec<Value>, Bad> {
-    field(v, key, at)?
-        .as_array()
-        .ok_or_else(|| Bad::Malformed(format!("{at}: `{key}` is not a list")))
-}
-
-fn strings(v: &Value, key: &str, at: &str) -> Result<Vec<String>, Bad> {
-    list(v, key, at)?
-        .iter()
-        .map(|s| {
-            s.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| Bad::Malformed(format!("{at}: `{key}` holds a non-string")))
-        })
-        .collect()
 }
 
 /// The file's tensor table: key → byte range of the file.
@@ -312,20 +286,24 @@ struct Table {
 
 impl Table {
     fn range(&self, key: &str, at: &str) -> Result<std::ops::Range<usize>, Bad> {
+        let bad = || Bad::Malformed(format!("{key}: bad data_offsets"));
         let e = self
             .entries
             .get(key)
             .ok_or_else(|| Bad::Malformed(format!("{at}: tensor `{key}` is not in the file")))?;
-        let off = list(e, "data_offsets", key)?;
+        let off = e
+            .get("data_offsets")
+            .and_then(Value::as_array)
+            .ok_or_else(bad)?;
         let offset = |v: &Value| -> Result<usize, Bad> {
-            usize::try_from(int(v, key)?)
-                .ok()
+            v.as_u64()
+                .and_then(|o| usize::try_from(o).ok())
                 .and_then(|o| self.data_start.checked_add(o))
-                .ok_or_else(|| Bad::Malformed(format!("{key}: bad data_offsets")))
+                .ok_or_else(bad)
         };
         let (a, b) = match off.as_slice() {
             [a, b] => (offset(a)?, offset(b)?),
-            _ => return Err(Bad::Malformed(format!("{key}: bad data_offsets"))),
+            _ => return Err(bad()),
         };
         if a > b {
             return Err(Bad::Malformed(format!("{key}: data_offsets run backwards")));
@@ -339,17 +317,14 @@ impl Table {
         Ok(a..b)
     }
 
-    /// A [`TensorInfo`] from its JSON description.
-    fn tensor(&self, v: &Value, at: &str) -> Result<TensorInfo, Bad> {
-        let key = string(v, "key", at)?;
-        let dims = list(v, "dims", &key)?
-            .iter()
-            .map(|d| int(d, &key))
-            .collect::<Result<Vec<_>, _>>()?;
-        let data_type = DataType::from_code(int(field(v, "type", &key)?, &key)? as i32);
+    /// A [`TensorInfo`] from its description in the graph.
+    fn tensor(&self, t: doc::Tensor, at: &str) -> Result<TensorInfo, Bad> {
+        let key = t.key;
+        let data_type = DataType::from_code(t.ty);
         let range = self.range(&key, at)?;
         // Checked: hostile dims must neither be negative nor overflow
         // (`TensorInfo::numel` relies on both).
+        let dims = t.dims;
         let numel = dims
             .iter()
             .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
@@ -367,7 +342,7 @@ impl Table {
             }
         }
         Ok(TensorInfo {
-            name: string(v, "name", &key)?,
+            name: t.name,
             dims,
             data_type,
             payload: Payload::Raw(range),
@@ -375,97 +350,125 @@ impl Table {
     }
 }
 
-fn value_info(v: &Value, at: &str) -> Result<ValueInfo, Bad> {
-    let shape = match field(v, "shape", at)? {
-        Value::Null => None,
-        Value::Array(dims) => Some(
-            dims.iter()
+/// The graph JSON as [`Writer`] lays it out, read straight into typed
+/// values (a generic JSON tree first was most of a model's load).
+mod doc {
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    pub struct Model {
+        pub ir_version: i64,
+        pub producer_name: String,
+        pub producer_version: String,
+        pub domain: String,
+        pub model_version: i64,
+        pub opsets: Vec<(String, i64)>,
+        pub graph: Graph,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Graph {
+        pub name: String,
+        pub initializers: Vec<Tensor>,
+        pub nodes: Vec<Node>,
+        pub inputs: Vec<ValueInfo>,
+        pub outputs: Vec<ValueInfo>,
+        pub value_info: Vec<ValueInfo>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Tensor {
+        pub key: String,
+        pub name: String,
+        pub dims: Vec<i64>,
+        #[serde(rename = "type")]
+        pub ty: i32,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Node {
+        pub name: String,
+        pub op: String,
+        pub domain: String,
+        pub inputs: Vec<String>,
+        pub outputs: Vec<String>,
+        pub attrs: Vec<Attr>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Attr {
+        pub name: String,
+        pub value: Value,
+    }
+
+    /// One attribute value: an object with one key naming its kind.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Value {
+        F(f64),
+        I(i64),
+        S(Vec<u8>),
+        Floats(Vec<f64>),
+        Ints(Vec<i64>),
+        Strings(Vec<Vec<u8>>),
+        T(Tensor),
+        Tensors(Vec<Tensor>),
+        Other(i64),
+    }
+
+    #[derive(Deserialize)]
+    pub struct ValueInfo {
+        pub name: String,
+        #[serde(rename = "type")]
+        pub ty: Option<i32>,
+        pub shape: Option<Vec<Option<Dim>>>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Dim {
+        V(i64),
+        P(String),
+    }
+}
+
+fn value_info(v: doc::ValueInfo) -> ValueInfo {
+    ValueInfo {
+        name: v.name,
+        elem_type: v.ty.map(DataType::from_code),
+        shape: v.shape.map(|dims| {
+            dims.into_iter()
                 .map(|d| match d {
-                    Value::Null => Ok(Dim::Unknown),
-                    d if d.get("v").is_some() => Ok(Dim::Value(int(field(d, "v", at)?, at)?)),
-                    d => Ok(Dim::Param(string(d, "p", at)?)),
+                    None => Dim::Unknown,
+                    Some(doc::Dim::V(n)) => Dim::Value(n),
+                    Some(doc::Dim::P(p)) => Dim::Param(p),
                 })
-                .collect::<Result<Vec<_>, Bad>>()?,
-        ),
-        other => return Err(Bad::Malformed(format!("{at}: bad shape {other}"))),
-    };
-    Ok(ValueInfo {
-        name: string(v, "name", at)?,
-        elem_type: field(v, "type", at)?
-            .as_i64()
-            .map(|c| DataType::from_code(c as i32)),
-        shape,
-    })
+                .collect()
+        }),
+    }
 }
 
-fn bytes_of(v: &Value, at: &str) -> Result<Vec<u8>, Bad> {
-    v.as_array()
-        .ok_or_else(|| Bad::Malformed(format!("{at}: expected bytes")))?
-        .iter()
-        .map(|b| int(b, at).map(|b| b as u8))
-        .collect()
-}
-
-fn attribute(table: &Table, v: &Value, at: &str) -> Result<Attribute, Bad> {
-    let name = string(v, "name", at)?;
-    let at = format!("{at} attribute {name}");
-    let val = field(v, "value", &at)?;
-    let floats = |x: &Value| -> Result<Vec<f32>, Bad> {
-        x.as_array()
-            .ok_or_else(|| Bad::Malformed(format!("{at}: expected floats")))?
-            .iter()
-            .map(|f| {
-                f.as_f64()
-                    .map(|f| f as f32)
-                    .ok_or_else(|| Bad::Malformed(format!("{at}: expected a float")))
-            })
-            .collect()
-    };
-    let value = if let Some(f) = val.get("f") {
-        AttrValue::Float(
-            f.as_f64()
-                .ok_or_else(|| Bad::Malformed(format!("{at}: bad float")))? as f32,
-        )
-    } else if let Some(i) = val.get("i") {
-        AttrValue::Int(int(i, &at)?)
-    } else if let Some(s) = val.get("s") {
-        AttrValue::String(bytes_of(s, &at)?)
-    } else if let Some(f) = val.get("floats") {
-        AttrValue::Floats(floats(f)?)
-    } else if let Some(i) = val.get("ints") {
-        AttrValue::Ints(
-            i.as_array()
-                .ok_or_else(|| Bad::Malformed(format!("{at}: expected ints")))?
-                .iter()
-                .map(|x| int(x, &at))
-                .collect::<Result<_, _>>()?,
-        )
-    } else if let Some(s) = val.get("strings") {
-        AttrValue::Strings(
-            s.as_array()
-                .ok_or_else(|| Bad::Malformed(format!("{at}: expected strings")))?
-                .iter()
-                .map(|x| bytes_of(x, &at))
-                .collect::<Result<_, _>>()?,
-        )
-    } else if let Some(t) = val.get("t") {
-        AttrValue::Tensor(table.tensor(t, &at)?)
-    } else if let Some(ts) = val.get("tensors") {
-        AttrValue::Tensors(
-            ts.as_array()
-                .ok_or_else(|| Bad::Malformed(format!("{at}: expected tensors")))?
-                .iter()
+fn attribute(table: &Table, a: doc::Attr, at: &str) -> Result<Attribute, Bad> {
+    let at = format!("{at} attribute {}", a.name);
+    let value = match a.value {
+        doc::Value::F(f) => AttrValue::Float(f as f32),
+        doc::Value::I(i) => AttrValue::Int(i),
+        doc::Value::S(s) => AttrValue::String(s),
+        doc::Value::Floats(v) => AttrValue::Floats(v.into_iter().map(|f| f as f32).collect()),
+        doc::Value::Ints(v) => AttrValue::Ints(v),
+        doc::Value::Strings(v) => AttrValue::Strings(v),
+        doc::Value::T(t) => AttrValue::Tensor(table.tensor(t, &at)?),
+        doc::Value::Tensors(ts) => AttrValue::Tensors(
+            ts.into_iter()
                 .map(|t| table.tensor(t, &at))
                 .collect::<Result<_, _>>()?,
-        )
-    } else if let Some(c) = val.get("other") {
-        AttrValue::Other(int(c, &at)?)
-    } else {
-        return Err(Bad::Malformed(format!(
-            "{at}: unknown attribute kind {val}"
-        )));
+        ),
+        doc::Value::Other(code) => AttrValue::Other(code),
     };
-    Ok(Attribute { name, value })
+    Ok(Attribute {
+        name: a.name,
+        value,
+    })
 }
 
 /// Decode a voxlane-format file held in `bytes`.
@@ -481,13 +484,22 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(ModelInfo, Graph), Bad> {
     })?;
     let header: Value = serde_json::from_slice(header)
         .map_err(|e| Bad::Malformed(format!("safetensors header: {e}")))?;
-    let mut entries = header
-        .as_object()
-        .cloned()
-        .ok_or_else(|| Bad::Malformed("safetensors header is not an object".into()))?;
+    let Value::Object(mut entries) = header else {
+        return Err(Bad::Malformed("safetensors header is not an object".into()));
+    };
     let meta = entries.remove("__metadata__").unwrap_or(Value::Null);
-    match meta.get(FORMAT_KEY).and_then(Value::as_str) {
-        Some(FORMAT) => {}
+    let table = Table {
+        entries,
+        data_start: 8 + hl,
+        len: bytes.len(),
+    };
+    let text: &[u8] = match meta.get(FORMAT_KEY).and_then(Value::as_str) {
+        Some(FORMAT) => &bytes[table.range(GRAPH_KEY, "graph")?],
+        Some(FORMAT_1) => meta
+            .get(GRAPH_KEY)
+            .and_then(Value::as_str)
+            .ok_or_else(|| Bad::Malformed(format!("no `{GRAPH_KEY}` metadata")))?
+            .as_bytes(),
         Some(other) => {
             return Err(Bad::NotOnnx(format!(
                 "voxlane weight file of format `{other}`, this build reads `{FORMAT}`"
@@ -498,69 +510,49 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(ModelInfo, Graph), Bad> {
                 "a safetensors file without a voxlane graph (`voxlane.format` metadata)".into(),
             ))
         }
-    }
-    let text = meta
-        .get(GRAPH_KEY)
-        .and_then(Value::as_str)
-        .ok_or_else(|| Bad::Malformed(format!("no `{GRAPH_KEY}` metadata")))?;
-    let doc: Value = serde_json::from_str(text)
-        .map_err(|e| Bad::Malformed(format!("`{GRAPH_KEY}` is not JSON: {e}")))?;
-    let table = Table {
-        entries,
-        data_start: 8 + hl,
-        len: bytes.len(),
     };
-    let at = "graph";
-    let g = field(&doc, "graph", at)?;
+    let doc: doc::Model =
+        serde_json::from_slice(text).map_err(|e| Bad::Malformed(format!("`{GRAPH_KEY}`: {e}")))?;
+    let g = doc.graph;
     let mut graph = Graph {
-        name: string(g, "name", at)?,
+        name: g.name,
         ..Graph::default()
     };
-    for t in list(g, "initializers", at)? {
-        graph.initializers.push(table.tensor(t, "initializer")?);
-    }
-    for (i, n) in list(g, "nodes", at)?.iter().enumerate() {
+    graph.initializers = g
+        .initializers
+        .into_iter()
+        .map(|t| table.tensor(t, "initializer"))
+        .collect::<Result<_, _>>()?;
+    graph.nodes.reserve(g.nodes.len());
+    for (i, n) in g.nodes.into_iter().enumerate() {
         let at = format!("node {i}");
-        let attributes = list(n, "attrs", &at)?
-            .iter()
+        let attributes = n
+            .attrs
+            .into_iter()
             .map(|a| attribute(&table, a, &at))
             .collect::<Result<_, _>>()?;
         graph.nodes.push(Node {
-            name: string(n, "name", &at)?,
-            op_type: string(n, "op", &at)?,
-            domain: string(n, "domain", &at)?,
-            inputs: strings(n, "inputs", &at)?,
-            outputs: strings(n, "outputs", &at)?,
+            name: n.name,
+            op_type: n.op,
+            domain: n.domain,
+            inputs: n.inputs,
+            outputs: n.outputs,
             attributes,
         });
     }
-    for (key, dst) in [
-        ("inputs", &mut graph.inputs),
-        ("outputs", &mut graph.outputs),
-        ("value_info", &mut graph.value_info),
-    ] {
-        for v in list(g, key, at)? {
-            dst.push(value_info(v, key)?);
-        }
-    }
+    graph.inputs = g.inputs.into_iter().map(value_info).collect();
+    graph.outputs = g.outputs.into_iter().map(value_info).collect();
+    graph.value_info = g.value_info.into_iter().map(value_info).collect();
     graph.build_index();
-    let opsets = list(&doc, "opsets", "model")?
-        .iter()
-        .map(|o| match o.as_array().map(Vec::as_slice) {
-            Some([d, v]) => Ok(OpsetId {
-                domain: d.as_str().unwrap_or_default().to_string(),
-                version: int(v, "opset")?,
-            }),
-            _ => Err(Bad::Malformed(format!("bad opset entry {o}"))),
-        })
-        .collect::<Result<_, _>>()?;
     let info = ModelInfo {
-        ir_version: int(field(&doc, "ir_version", "model")?, "ir_version")?,
-        producer_name: string(&doc, "producer_name", "model")?,
-        producer_version: string(&doc, "producer_version", "model")?,
-        domain: string(&doc, "domain", "model")?,
-        model_version: int(field(&doc, "model_version", "model")?, "model_version")?,
-        opset_import: opsets,
+        ir_version: doc.ir_version,
+        producer_name: doc.producer_name,
+        producer_version: doc.producer_version,
+        domain: doc.domain,
+        model_version: doc.model_version,
+        opset_import: (doc.opsets.into_iter())
+            .map(|(domain, version)| OpsetId { domain, version })
+            .collect(),
     };
     Ok((info, graph))
 }

@@ -29,6 +29,7 @@ use crate::kernels::conv_transpose1d::{
     ConvTranspose1d, ConvTranspose1dParams, ConvTranspose1dWorkspace,
 };
 use crate::kernels::matmul::{matmul_ws, MatmulWorkspace, WeightFormat, Weights};
+use voxlane_runtime::memory::grow;
 use voxlane_runtime::Fork;
 
 /// Output frames per block (bounds the im2col scratch of long batch calls).
@@ -144,12 +145,6 @@ impl ConvScratch {
             + self.ws.floats()
             + self.tr_ws.floats()
             + self.mm.words()
-    }
-}
-
-fn grow(v: &mut Vec<f32>, n: usize) {
-    if v.len() < n {
-        v.resize(n, 0.0);
     }
 }
 

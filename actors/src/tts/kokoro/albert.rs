@@ -82,9 +82,7 @@ pub struct AlbertWorkspace {
 }
 
 fn sized(v: &mut Vec<f32>, n: usize) -> &mut [f32] {
-    if v.len() < n {
-        v.resize(n, 0.0);
-    }
+    voxlane_runtime::memory::grow(v, n);
     &mut v[..n]
 }
 

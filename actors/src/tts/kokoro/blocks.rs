@@ -43,12 +43,7 @@ pub const POINT_CHUNK: usize = 1 << 14;
 /// Rough elements per parallel chunk of the norms (whole rows).
 const NORM_CHUNK: usize = 1 << 14;
 
-/// Grow `v` to at least `n` elements.
-pub(crate) fn grow<T: Copy + Default>(v: &mut Vec<T>, n: usize) {
-    if v.len() < n {
-        v.resize(n, T::default());
-    }
-}
+pub(crate) use voxlane_runtime::memory::grow;
 
 /// LeakyReLU in place, split into fixed chunks over the pool.
 pub fn par_leaky_relu(pool: &impl Fork, x: &mut [f32], slope: f32) -> Result<(), KokoroError> {

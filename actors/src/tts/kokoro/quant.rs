@@ -27,6 +27,7 @@ use crate::kernels::matmul::{
     matmul_ws, quantize_activations, ActivationQuant, IntWeights, MatmulWorkspace, Weights,
 };
 use crate::kernels::KernelError;
+use voxlane_runtime::memory::grow;
 
 /// `DynamicQuantizeLinear` of `x` into `dst` (same length); returns scale and zero point.
 pub fn dynamic_quantize(x: &[f32], dst: &mut [u8]) -> Result<ActivationQuant, KernelError> {
@@ -310,12 +311,6 @@ impl QConvWorkspace {
         grow(&mut self.acc, p.c_out * p.out_len(max_t_in)?);
         self.conv.reserve(&conv.conv, max_t_in)?;
         Ok(())
-    }
-}
-
-fn grow<T: Copy + Default>(v: &mut Vec<T>, n: usize) {
-    if v.len() < n {
-        v.resize(n, T::default());
     }
 }
 
