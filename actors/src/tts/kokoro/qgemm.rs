@@ -43,10 +43,57 @@ pub struct PackedInt8 {
     kzc: Vec<i32>,
     zero: Vec<i32>,
     scale: Vec<f32>,
-    /// Whether the VNNI route is used (else the readable tile).
-    vnni: bool,
+    /// The kernel that runs these weights.
+    route: QRoute,
+    /// The AVX2 route's weights widened to i16 pairs: `[n/16][kq/2][16][2]`
+    /// (empty on the others).
+    wide: Vec<i16>,
     /// Whether GEMMs run on AMX tiles (`kq` is then a multiple of 64).
     amx: bool,
+}
+
+/// Which kernel runs the packed weights (chosen from `cpu::features`, so
+/// `VOXLANE_SIMD` caps it like every route). All are exact: they agree bit
+/// for bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QRoute {
+    /// AVX-512 VNNI: `vpdpbusd` on 16 columns at once (AMX where present).
+    Vnni,
+    /// AVX-VNNI: 256-bit `vpdpbusd` on the same packing, 8 columns at once.
+    AvxVnni,
+    /// AVX2: weights widened to i16 at pack time, one `vpmaddwd` per 8
+    /// columns × 2 K (no widening or shuffle in the loop).
+    Avx2,
+    /// The readable tile.
+    Reference,
+}
+
+impl QRoute {
+    /// The best route of this CPU.
+    pub fn best() -> Self {
+        let f = crate::kernels::cpu::features();
+        if f.avx512 && f.avx512_vnni {
+            Self::Vnni
+        } else if f.avx2_fma && f.avx_vnni {
+            Self::AvxVnni
+        } else if f.avx2_fma {
+            Self::Avx2
+        } else {
+            Self::Reference
+        }
+    }
+
+    /// Every route this CPU runs (the best first).
+    pub fn available() -> Vec<Self> {
+        let all = [Self::Vnni, Self::AvxVnni, Self::Avx2, Self::Reference];
+        let best = all.iter().position(|&r| r == Self::best()).unwrap_or(3);
+        let f = crate::kernels::cpu::features();
+        all[best..]
+            .iter()
+            .copied()
+            .filter(|&r| r != Self::AvxVnni || f.avx_vnni)
+            .collect()
+    }
 }
 
 /// `dst[4j + e] = rows[e][j]` for the 16 columns `j` of four weight rows.
@@ -75,25 +122,44 @@ fn interleave4(rows: [&[i8]; 4], dst: &mut [i8]) {
     }
 }
 
+/// `w [k, n]` as the AVX2 route's `[np/16][kq/2][16][2]` i16 pairs
+/// (`K` pairs of one column adjacent; zeros past `k` and `n`).
+fn widen_pairs(w: &[i8], k: usize, n: usize, kq: usize, np: usize) -> Vec<i16> {
+    let k2 = kq / 2;
+    let mut wide = vec![0i16; np * kq];
+    for (b, block) in wide.chunks_exact_mut(k2 * NB * 2).enumerate() {
+        let cols = (b * NB).min(n)..((b + 1) * NB).min(n);
+        for (q, pair) in block.chunks_exact_mut(NB * 2).enumerate() {
+            for (kk, e) in (2 * q..(2 * q + 2).min(k)).zip(0..) {
+                for (j, &v) in w[kk * n..][cols.clone()].iter().enumerate() {
+                    pair[2 * j + e] = i16::from(v);
+                }
+            }
+        }
+    }
+    wide
+}
+
 /// Scratch of [`PackedInt8::gemm`]: quantized activations and their row sums.
 #[derive(Debug, Clone, Default)]
 pub struct QGemmScratch {
     aq: Vec<u8>,
     padded: Vec<u8>,
     sums: Vec<i32>,
+    /// The AVX2 route's activations widened to i16 (pairs read as one i32).
+    wide: Vec<i16>,
 }
 
 /// Whether this CPU runs GEMMs on AMX tiles.
 fn amx_available() -> bool {
     let f = crate::kernels::cpu::features();
-    available() && f.amx_int8
+    QRoute::best() == QRoute::Vnni && f.amx_int8
 }
 
-/// Whether this CPU has the broadcast VNNI route.
+/// Whether this CPU has a SIMD route for packed int8 weights (else the
+/// dot-product kernel of [`crate::kernels::matmul`] is used).
 pub fn available() -> bool {
-    // Through `cpu::features`, so `VOXLANE_SIMD` caps it like every route.
-    let f = crate::kernels::cpu::features();
-    f.avx512 && f.avx512_vnni
+    QRoute::best() != QRoute::Reference
 }
 
 impl PackedInt8 {
@@ -106,7 +172,25 @@ impl PackedInt8 {
         scale: &[f32],
         zero: &[i8],
     ) -> Result<Self, KernelError> {
+        Self::with_route(k, n, w, scale, zero, QRoute::best())
+    }
+
+    /// As [`PackedInt8::new`] on `route` (one [`QRoute::available`] lists).
+    pub fn with_route(
+        k: usize,
+        n: usize,
+        w: &[i8],
+        scale: &[f32],
+        zero: &[i8],
+        route: QRoute,
+    ) -> Result<Self, KernelError> {
         check_len("qgemm weight", k * n, w.len())?;
+        if !QRoute::available().contains(&route) {
+            return Err(KernelError::Param {
+                what: "qgemm route",
+                detail: format!("{route:?} does not run on this CPU"),
+            });
+        }
         let per = |len: usize, what: &'static str| -> Result<(), KernelError> {
             if len == 1 || len == n {
                 Ok(())
@@ -121,14 +205,15 @@ impl PackedInt8 {
         per(zero.len(), "qgemm zero points")?;
         let at = |v: usize, i: usize| if v == 1 { 0 } else { i };
         // AMX steps take 64 bytes of K: pad K for them where they may run.
-        let amx = amx_available();
+        let amx = route == QRoute::Vnni && amx_available();
         let kq = if amx {
             k.div_ceil(64) * 64
         } else {
             k.div_ceil(4) * 4
         };
         let np = n.div_ceil(CHUNK_COLS) * CHUNK_COLS;
-        let mut data = vec![0i8; np * kq];
+        // The AVX2 route keeps only its widened copy.
+        let mut data = vec![0i8; if route == QRoute::Avx2 { 0 } else { np * kq }];
         let mut col_sums = vec![0i32; n];
         for row in w.chunks_exact(n) {
             for (s, &v) in col_sums.iter_mut().zip(row) {
@@ -155,6 +240,11 @@ impl PackedInt8 {
                 }
             }
         }
+        let wide = if route == QRoute::Avx2 {
+            widen_pairs(w, k, n, kq, np)
+        } else {
+            Vec::new()
+        };
         let mut zero: Vec<i32> = (0..n).map(|c| i32::from(zero[at(zero.len(), c)])).collect();
         let mut scale: Vec<f32> = (0..n).map(|c| scale[at(scale.len(), c)]).collect();
         let mut kzc: Vec<i32> = (0..n)
@@ -173,15 +263,22 @@ impl PackedInt8 {
             kzc,
             zero,
             scale,
-            vnni: available(),
+            route,
+            wide,
             amx,
         })
+    }
+
+    /// The kernel these weights run on.
+    pub fn route(&self) -> QRoute {
+        self.route
     }
 
     /// Allow the AMX route where the CPU has it (default: on); off keeps
     /// the VNNI route (tests compare the two).
     pub fn set_amx(&mut self, on: bool) {
-        self.amx = on && amx_available() && self.kq.is_multiple_of(64);
+        self.amx =
+            on && self.route == QRoute::Vnni && amx_available() && self.kq.is_multiple_of(64);
     }
 
     /// `out[m, n] = dequant(MatMulInteger(quant(x[m, k]), W)) (+ bias)`, x quantized as one tensor.
@@ -221,7 +318,13 @@ impl PackedInt8 {
             scratch.padded[r * kq..r * kq + k].copy_from_slice(row);
             scratch.sums.push(row.iter().map(|&v| i32::from(v)).sum());
         }
-        let (a, sums) = (&scratch.padded[..], &scratch.sums[..]);
+        if self.route == QRoute::Avx2 {
+            scratch.wide.clear();
+            scratch
+                .wide
+                .extend(scratch.padded.iter().map(|&v| i16::from(v)));
+        }
+        let (a, aw, sums) = (&scratch.padded[..], &scratch.wide[..], &scratch.sums[..]);
         let dst = Dst(out.as_mut_ptr());
         pool.for_each_chunk(n, CHUNK_COLS, |cols| {
             let (c0, nc) = (cols.start, cols.len());
@@ -254,7 +357,7 @@ impl PackedInt8 {
             let mut r0 = 0;
             while r0 < m {
                 let rows = TILE_R.min(m - r0);
-                self.tile(a, r0, rows, c0 / NB, &mut acc);
+                self.tile((a, aw), r0, rows, c0 / NB, &mut acc);
                 for r in 0..rows {
                     // SAFETY: this chunk alone writes columns `cols` of every row.
                     let y = unsafe {
@@ -368,15 +471,21 @@ impl PackedInt8 {
         let a_sum: i32 = scratch.aq[..k].iter().map(|&v| i32::from(v)).sum();
         let za = i32::from(aq.zero_point);
         #[cfg(target_arch = "x86_64")]
-        if self.vnni {
+        if self.route == QRoute::Vnni {
             // SAFETY: features checked; `padded` holds kq bytes.
             unsafe { vnni::gemv(self, &scratch.padded, za, a_sum, aq.scale, out) };
             return Ok(());
         }
-        let mut acc = [0i32; CHUNK_COLS];
+        if self.route == QRoute::Avx2 {
+            scratch.wide.clear();
+            scratch
+                .wide
+                .extend(scratch.padded.iter().map(|&v| i16::from(v)));
+        }
+        let mut acc = [0i32; TILE_R * CHUNK_COLS];
         for c0 in (0..self.n).step_by(CHUNK_COLS) {
             let nc = CHUNK_COLS.min(self.n - c0);
-            self.tile_reference(&scratch.padded, 0, 1, c0 / NB, &mut acc);
+            self.tile((&scratch.padded, &scratch.wide), 0, 1, c0 / NB, &mut acc);
             for (j, o) in out[c0..c0 + nc].iter_mut().enumerate() {
                 let c = c0 + j;
                 let v = acc[j]
@@ -388,32 +497,61 @@ impl PackedInt8 {
         Ok(())
     }
 
-    /// `acc[r][j] = Σ_k a[r0 + r, k] · w[k, block0·16 + j]` for one chunk.
-    fn tile(&self, a: &[u8], r0: usize, rows: usize, block0: usize, acc: &mut [i32]) {
+    /// `acc[r][j] = Σ_k a[r0 + r, k] · w[k, block0·16 + j]` for one chunk;
+    /// `a` as bytes and (AVX2 route) widened to i16, rows of `kq`.
+    fn tile(&self, a: (&[u8], &[i16]), r0: usize, rows: usize, block0: usize, acc: &mut [i32]) {
+        let (a, aw) = a;
         #[cfg(target_arch = "x86_64")]
-        if self.vnni {
-            // SAFETY: features checked; `a` holds rows × kq bytes from row r0,
-            // the packed data holds TILE_B blocks from block0 (padded to the chunk).
+        {
+            // What every route reads: `rows` rows of kq from r0, TILE_B
+            // blocks from block0 (the packing pads to whole chunks).
+            assert!(rows <= TILE_R && acc.len() >= rows * CHUNK_COLS);
+            let blocks_end = (block0 + TILE_B) * self.kq * NB;
+            match self.route {
+                QRoute::Vnni | QRoute::AvxVnni => {
+                    assert!(a.len() >= (r0 + rows) * self.kq && self.data.len() >= blocks_end);
+                }
+                QRoute::Avx2 => {
+                    assert!(aw.len() >= (r0 + rows) * self.kq && self.wide.len() >= blocks_end);
+                }
+                QRoute::Reference => {}
+            }
+            // SAFETY: each route's CPU features were checked when it was
+            // chosen ([`QRoute::available`]); the reads are asserted above.
             unsafe {
-                match rows {
-                    4 => vnni::tile::<4>(self, a, r0, block0, acc),
-                    3 => vnni::tile::<3>(self, a, r0, block0, acc),
-                    2 => vnni::tile::<2>(self, a, r0, block0, acc),
-                    _ => vnni::tile::<1>(self, a, r0, block0, acc),
+                match (self.route, rows) {
+                    (QRoute::Vnni, 4) => vnni::tile::<4>(self, a, r0, block0, acc),
+                    (QRoute::Vnni, 3) => vnni::tile::<3>(self, a, r0, block0, acc),
+                    (QRoute::Vnni, 2) => vnni::tile::<2>(self, a, r0, block0, acc),
+                    (QRoute::Vnni, _) => vnni::tile::<1>(self, a, r0, block0, acc),
+                    (QRoute::AvxVnni, 4) => ymm::tile_vnni::<4>(self, a, r0, block0, acc),
+                    (QRoute::AvxVnni, 3) => ymm::tile_vnni::<3>(self, a, r0, block0, acc),
+                    (QRoute::AvxVnni, 2) => ymm::tile_vnni::<2>(self, a, r0, block0, acc),
+                    (QRoute::AvxVnni, _) => ymm::tile_vnni::<1>(self, a, r0, block0, acc),
+                    (QRoute::Avx2, 4) => ymm::tile_avx2::<4>(self, aw, r0, block0, acc),
+                    (QRoute::Avx2, 3) => ymm::tile_avx2::<3>(self, aw, r0, block0, acc),
+                    (QRoute::Avx2, 2) => ymm::tile_avx2::<2>(self, aw, r0, block0, acc),
+                    (QRoute::Avx2, _) => ymm::tile_avx2::<1>(self, aw, r0, block0, acc),
+                    (QRoute::Reference, _) => self.tile_reference(a, r0, rows, block0, acc),
                 }
             }
-            return;
         }
-        self.tile_reference(a, r0, rows, block0, acc);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = aw;
+            self.tile_reference(a, r0, rows, block0, acc);
+        }
     }
 
     /// One output row of a chunk from its dot products (AVX-512 code on the VNNI route).
     fn finish_row(&self, dots: &[i32], a_sum: i32, e: &Epilogue<'_>, y: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
-        if self.vnni {
+        match self.route {
             // SAFETY: AVX-512F is part of the VNNI route's features.
-            unsafe { vnni::finish_row(dots, a_sum, e, y) };
-            return;
+            QRoute::Vnni => return unsafe { vnni::finish_row(dots, a_sum, e, y) },
+            // SAFETY: AVX2 is part of both 256-bit routes' features.
+            QRoute::AvxVnni | QRoute::Avx2 => return unsafe { ymm::finish_row(dots, a_sum, e, y) },
+            QRoute::Reference => {}
         }
         e.apply(dots, a_sum, y);
     }
@@ -610,6 +748,102 @@ mod vnni {
     }
 }
 
+/// The 256-bit routes: AVX-VNNI on the VNNI packing, AVX2 on i16 pairs.
+#[cfg(target_arch = "x86_64")]
+mod ymm {
+    use super::{Epilogue, PackedInt8, CHUNK_COLS, NB, TILE_B};
+
+    use std::arch::x86_64::*;
+
+    /// [`Epilogue::apply`] compiled for AVX2.
+    ///
+    /// # Safety
+    /// AVX2 must be available.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn finish_row(dots: &[i32], a_sum: i32, e: &Epilogue<'_>, y: &mut [f32]) {
+        e.apply(dots, a_sum, y)
+    }
+
+    /// `R` rows × 4 blocks of 16 columns with 256-bit `vpdpbusd`, K in groups of 4.
+    ///
+    /// # Safety
+    /// AVX2 and AVX-VNNI must be available; `a` holds rows `r0..r0+R` of
+    /// `kq` bytes and the packed data blocks `block0..block0+4`.
+    #[target_feature(enable = "avx2,avxvnni")]
+    pub(super) unsafe fn tile_vnni<const R: usize>(
+        p: &PackedInt8,
+        a: &[u8],
+        r0: usize,
+        block0: usize,
+        acc: &mut [i32],
+    ) {
+        let k4 = p.kq / 4;
+        let bstride = k4 * NB * 4;
+        let ap = a.as_ptr().add(r0 * p.kq);
+        for b in 0..TILE_B {
+            let wp = p.data.as_ptr().add((block0 + b) * bstride);
+            // Per row: columns 0..8 and 8..16 of the block.
+            let mut s = [[_mm256_setzero_si256(); 2]; R];
+            for q in 0..k4 {
+                let w0 = _mm256_loadu_si256(wp.add(q * NB * 4) as *const _);
+                let w1 = _mm256_loadu_si256(wp.add(q * NB * 4 + 32) as *const _);
+                for (r, row) in s.iter_mut().enumerate() {
+                    let g = (ap.add(r * p.kq + q * 4) as *const i32).read_unaligned();
+                    let av = _mm256_set1_epi32(g);
+                    row[0] = _mm256_dpbusd_avx_epi32(row[0], av, w0);
+                    row[1] = _mm256_dpbusd_avx_epi32(row[1], av, w1);
+                }
+            }
+            store(&s, b, acc);
+        }
+    }
+
+    /// `R` rows × 4 blocks of 16 columns with `vpmaddwd` on i16 pairs: one
+    /// broadcast pair of activations times 8 columns' pairs of weights.
+    ///
+    /// # Safety
+    /// AVX2 must be available; `a` holds rows `r0..r0+R` of `kq` i16 and the
+    /// widened weights blocks `block0..block0+4`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn tile_avx2<const R: usize>(
+        p: &PackedInt8,
+        a: &[i16],
+        r0: usize,
+        block0: usize,
+        acc: &mut [i32],
+    ) {
+        let k2 = p.kq / 2;
+        let bstride = k2 * NB * 2;
+        let ap = a.as_ptr().add(r0 * p.kq);
+        for b in 0..TILE_B {
+            let wp = p.wide.as_ptr().add((block0 + b) * bstride);
+            let mut s = [[_mm256_setzero_si256(); 2]; R];
+            for q in 0..k2 {
+                let w0 = _mm256_loadu_si256(wp.add(q * NB * 2) as *const _);
+                let w1 = _mm256_loadu_si256(wp.add(q * NB * 2 + 16) as *const _);
+                for (r, row) in s.iter_mut().enumerate() {
+                    let g = (ap.add(r * p.kq + q * 2) as *const i32).read_unaligned();
+                    let av = _mm256_set1_epi32(g);
+                    row[0] = _mm256_add_epi32(row[0], _mm256_madd_epi16(av, w0));
+                    row[1] = _mm256_add_epi32(row[1], _mm256_madd_epi16(av, w1));
+                }
+            }
+            store(&s, b, acc);
+        }
+    }
+
+    /// Block `b`'s sums of every row into `acc` (`[row][CHUNK_COLS]`).
+    #[inline(always)]
+    unsafe fn store<const R: usize>(s: &[[__m256i; 2]; R], b: usize, acc: &mut [i32]) {
+        for (r, row) in s.iter().enumerate() {
+            for (h, v) in row.iter().enumerate() {
+                let at = acc.as_mut_ptr().add(r * CHUNK_COLS + b * NB + 8 * h);
+                _mm256_storeu_si256(at as *mut _, *v);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -620,6 +854,8 @@ mod tests {
     #[test]
     fn equals_the_dot_product_kernel_bit_for_bit() {
         let pool = LanePool::new(2).expect("pool");
+        let routes = QRoute::available();
+        assert!(routes.contains(&QRoute::Reference));
         for &(m, k, n) in &[
             (1, 256, 1024),
             (5, 70, 50),
@@ -637,15 +873,6 @@ mod tests {
             let x: Vec<f32> = (0..m * k)
                 .map(|i| ((i * 7919) % 211) as f32 / 37.0 - 2.5)
                 .collect();
-            let mut packed = PackedInt8::new(k, n, &w, &scale, &zero).expect("pack");
-            let mut got = vec![0.0f32; m * n];
-            let mut vector = vec![0.0f32; m * n];
-            for (amx, out) in [(false, &mut vector), (true, &mut got)] {
-                packed.set_amx(amx);
-                packed
-                    .gemm(&pool, &x, m, Some(&bias), out, &mut QGemmScratch::default())
-                    .expect("gemm");
-            }
             let wt = transpose(&w, k, n).expect("transpose");
             let zp: Vec<i32> = zero.iter().map(|&z| i32::from(z)).collect();
             let reference = Weights::int8(IntWeights::I8(&wt), n, k, &scale, &zp).expect("weights");
@@ -662,46 +889,38 @@ mod tests {
             )
             .expect("matmul");
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&got), bits(&want), "m={m} k={k} n={n}");
-            assert_eq!(bits(&vector), bits(&want), "VNNI route: m={m} k={k} n={n}");
-            // The one-row route equals the GEMM's row (without bias).
-            let mut rows = vec![0.0f32; m * n];
-            let mut scratch = QGemmScratch::default();
-            for (r, y) in rows.chunks_exact_mut(n).enumerate() {
-                let mut one = vec![0.0f32; n];
-                packed
-                    .gemm(
-                        &Serial,
-                        &x[r * k..(r + 1) * k],
-                        1,
-                        None,
-                        &mut one,
-                        &mut scratch,
-                    )
-                    .expect("gemm row");
-                packed
-                    .gemv(&x[r * k..(r + 1) * k], y, &mut scratch)
-                    .expect("gemv");
-                assert_eq!(bits(y), bits(&one), "gemv row {r}: m={m} k={k} n={n}");
-                let mut plain = packed.clone();
-                plain.vnni = false;
-                plain
-                    .gemv(&x[r * k..(r + 1) * k], &mut one, &mut scratch)
-                    .expect("readable gemv");
-                assert_eq!(bits(y), bits(&one), "readable gemv row {r}");
+            for &route in &routes {
+                let at = format!("{route:?}: m={m} k={k} n={n}");
+                let mut packed =
+                    PackedInt8::with_route(k, n, &w, &scale, &zero, route).expect("pack");
+                assert_eq!(packed.route(), route);
+                for amx in [false, true] {
+                    let mut got = vec![0.0f32; m * n];
+                    packed.set_amx(amx);
+                    packed
+                        .gemm(
+                            &pool,
+                            &x,
+                            m,
+                            Some(&bias),
+                            &mut got,
+                            &mut QGemmScratch::default(),
+                        )
+                        .expect("gemm");
+                    assert_eq!(bits(&got), bits(&want), "{at}, amx allowed: {amx}");
+                }
+                // The one-row route equals the GEMM's row (without bias).
+                let mut scratch = QGemmScratch::default();
+                for r in 0..m.min(3) {
+                    let (mut one, mut y) = (vec![0.0f32; n], vec![0.0f32; n]);
+                    let xr = &x[r * k..(r + 1) * k];
+                    packed
+                        .gemm(&Serial, xr, 1, None, &mut one, &mut scratch)
+                        .expect("gemm row");
+                    packed.gemv(xr, &mut y, &mut scratch).expect("gemv");
+                    assert_eq!(bits(&y), bits(&one), "gemv row {r}: {at}");
+                }
             }
-            // The readable tile agrees with the SIMD one.
-            let mut a = vec![0u8; m * packed.kq];
-            let mut aq = vec![0u8; m * k];
-            quantize_activations(&x, &mut aq).expect("quantize");
-            for r in 0..m {
-                a[r * packed.kq..r * packed.kq + k].copy_from_slice(&aq[r * k..(r + 1) * k]);
-            }
-            let (mut t1, mut t2) = (vec![0i32; 4 * CHUNK_COLS], vec![0i32; 4 * CHUNK_COLS]);
-            let rows = m.min(4);
-            packed.tile(&a, 0, rows, 0, &mut t1);
-            packed.tile_reference(&a, 0, rows, 0, &mut t2);
-            assert_eq!(t1, t2);
         }
     }
 }
