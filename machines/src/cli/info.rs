@@ -24,6 +24,12 @@ pub fn run(threads: usize, pin: bool, out: &mut dyn Write) -> Result<(), CliErro
         "simd level: {:?}",
         voxlane_actors::kernels::cpu::simd_level()
     )?;
+    writeln!(
+        out,
+        "route:      {} (int8 GEMM: {:?})",
+        voxlane_actors::kernels::cpu::route_name(),
+        voxlane_actors::tts::kokoro::qgemm::QRoute::best()
+    )?;
     writeln!(out, "features:   {f:?}")?;
     writeln!(out, "cores:      {cores}")?;
     writeln!(

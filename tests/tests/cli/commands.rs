@@ -40,6 +40,12 @@ fn info_reports_budget() {
         "{out}"
     );
     assert!(out.contains("simd level:"));
+    // The route the bind cache and the bench rows are named after.
+    let route = voxlane_actors::kernels::cpu::route_name();
+    assert!(
+        out.contains(&format!("route:      {route} (int8 GEMM: ")),
+        "{out}"
+    );
 }
 
 #[test]

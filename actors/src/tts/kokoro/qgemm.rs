@@ -130,6 +130,19 @@ fn widen_pairs(w: &[i8], k: usize, n: usize, kq: usize, np: usize) -> Vec<i16> {
     for (b, block) in wide.chunks_exact_mut(k2 * NB * 2).enumerate() {
         let cols = (b * NB).min(n)..((b + 1) * NB).min(n);
         for (q, pair) in block.chunks_exact_mut(NB * 2).enumerate() {
+            if cols.len() == NB && 2 * q + 2 <= k {
+                // Whole pairs of rows of 16 (fixed sizes: vectorizes).
+                let r0: &[i8; NB] = w[2 * q * n + cols.start..][..NB].try_into().expect("16");
+                let r1: &[i8; NB] = w[(2 * q + 1) * n + cols.start..][..NB]
+                    .try_into()
+                    .expect("16");
+                let pair: &mut [i16; 2 * NB] = pair.try_into().expect("32");
+                for j in 0..NB {
+                    pair[2 * j] = i16::from(r0[j]);
+                    pair[2 * j + 1] = i16::from(r1[j]);
+                }
+                continue;
+            }
             for (kk, e) in (2 * q..(2 * q + 2).min(k)).zip(0..) {
                 for (j, &v) in w[kk * n..][cols.clone()].iter().enumerate() {
                     pair[2 * j + e] = i16::from(v);
