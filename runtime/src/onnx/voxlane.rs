@@ -24,7 +24,7 @@ use std::path::Path;
 
 /// Metadata key of the format tag.
 const FORMAT_KEY: &str = "voxlane.format";
-/// The format tag this reader writes (and, with [`FORMAT_1`], accepts).
+/// The format tag this reader writes (and accepts, as it does the first).
 pub const FORMAT: &str = "voxlane-onnx-graph/2";
 /// The first format: the graph JSON as a metadata string (escaped inside
 /// the header's JSON, so parsed twice; still read).
