@@ -790,25 +790,15 @@ mod ymm {
         block0: usize,
         acc: &mut [i32],
     ) {
-        let k4 = p.kq / 4;
-        let bstride = k4 * NB * 4;
-        let ap = a.as_ptr().add(r0 * p.kq);
-        for b in 0..TILE_B {
-            let wp = p.data.as_ptr().add((block0 + b) * bstride);
-            // Per row: columns 0..8 and 8..16 of the block.
-            let mut s = [[_mm256_setzero_si256(); 2]; R];
-            for q in 0..k4 {
-                let w0 = _mm256_loadu_si256(wp.add(q * NB * 4) as *const _);
-                let w1 = _mm256_loadu_si256(wp.add(q * NB * 4 + 32) as *const _);
-                for (r, row) in s.iter_mut().enumerate() {
-                    let g = (ap.add(r * p.kq + q * 4) as *const i32).read_unaligned();
-                    let av = _mm256_set1_epi32(g);
-                    row[0] = _mm256_dpbusd_avx_epi32(row[0], av, w0);
-                    row[1] = _mm256_dpbusd_avx_epi32(row[1], av, w1);
-                }
-            }
-            store(&s, b, acc);
-        }
+        let (w, rows) = (p.data.as_ptr().cast::<u8>(), a.as_ptr().add(r0 * p.kq));
+        tile_with::<R>(
+            w.add(block0 * p.kq * NB),
+            p.kq * NB,
+            rows,
+            p.kq,
+            acc,
+            |s, a, w| _mm256_dpbusd_avx_epi32(s, a, w),
+        );
     }
 
     /// `R` rows × 4 blocks of 16 columns with `vpmaddwd` on i16 pairs: one
@@ -825,20 +815,40 @@ mod ymm {
         block0: usize,
         acc: &mut [i32],
     ) {
-        let k2 = p.kq / 2;
-        let bstride = k2 * NB * 2;
-        let ap = a.as_ptr().add(r0 * p.kq);
+        let w = p.wide.as_ptr().cast::<u8>();
+        let rows = a.as_ptr().add(r0 * p.kq).cast::<u8>();
+        let (block, row) = (2 * p.kq * NB, 2 * p.kq);
+        tile_with::<R>(w.add(block0 * block), block, rows, row, acc, |s, a, w| {
+            _mm256_add_epi32(s, _mm256_madd_epi16(a, w))
+        });
+    }
+
+    /// The body both 256-bit tiles share: per block of 16 columns, each step
+    /// reads 64 bytes of weights (columns 0–7, 8–15) and 4 bytes of each
+    /// row (`dot` multiplies them into the sums); `kq / 4` bytes' worth of
+    /// steps either way (4 u8 or 2 i16 a step).
+    #[inline(always)]
+    unsafe fn tile_with<const R: usize>(
+        w: *const u8,
+        block_bytes: usize,
+        a: *const u8,
+        row_bytes: usize,
+        acc: &mut [i32],
+        dot: impl Fn(__m256i, __m256i, __m256i) -> __m256i,
+    ) {
+        let steps = block_bytes / (NB * 4);
         for b in 0..TILE_B {
-            let wp = p.wide.as_ptr().add((block0 + b) * bstride);
+            let wp = w.add(b * block_bytes);
+            // Per row: columns 0..8 and 8..16 of the block.
             let mut s = [[_mm256_setzero_si256(); 2]; R];
-            for q in 0..k2 {
-                let w0 = _mm256_loadu_si256(wp.add(q * NB * 2) as *const _);
-                let w1 = _mm256_loadu_si256(wp.add(q * NB * 2 + 16) as *const _);
+            for q in 0..steps {
+                let w0 = _mm256_loadu_si256(wp.add(q * NB * 4) as *const _);
+                let w1 = _mm256_loadu_si256(wp.add(q * NB * 4 + 32) as *const _);
                 for (r, row) in s.iter_mut().enumerate() {
-                    let g = (ap.add(r * p.kq + q * 2) as *const i32).read_unaligned();
+                    let g = (a.add(r * row_bytes + q * 4) as *const i32).read_unaligned();
                     let av = _mm256_set1_epi32(g);
-                    row[0] = _mm256_add_epi32(row[0], _mm256_madd_epi16(av, w0));
-                    row[1] = _mm256_add_epi32(row[1], _mm256_madd_epi16(av, w1));
+                    row[0] = dot(row[0], av, w0);
+                    row[1] = dot(row[1], av, w1);
                 }
             }
             store(&s, b, acc);
