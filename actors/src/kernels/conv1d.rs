@@ -23,6 +23,7 @@
 
 use std::sync::Mutex;
 
+use voxlane_runtime::weights::Buf;
 use voxlane_runtime::Fork;
 
 use super::conv1d_bf16::Bf16Conv;
@@ -410,7 +411,8 @@ enum Route {
 pub struct Conv1d {
     params: Conv1dParams,
     route: Route,
-    weights: Vec<f32>,
+    /// Owned, or (direct route) mapped from a weights cache.
+    weights: Buf<f32>,
     bias: Option<Vec<f32>>,
     level: SimdLevel,
 }
@@ -541,7 +543,43 @@ impl Conv1d {
         Ok(Self {
             params,
             route,
-            weights,
+            weights: Buf::owned(weights),
+            bias: bias.map(<[f32]>::to_vec),
+            level: simd_level(),
+        })
+    }
+
+    /// The direct route's packed weights (what a weights cache keeps; the
+    /// layout is the same on every SIMD level), `None` on other routes.
+    pub fn direct_packed(&self) -> Option<&[f32]> {
+        matches!(self.route, Route::Direct).then_some(&self.weights[..])
+    }
+
+    /// A direct-route conv from weights [`Conv1d::direct_packed`] gave
+    /// (e.g. mapped from a weights cache), checked against `params`.
+    pub fn from_direct_packed(
+        params: Conv1dParams,
+        packed: Buf<f32>,
+        bias: Option<&[f32]>,
+    ) -> Result<Self, KernelError> {
+        params.validate()?;
+        let p = &params;
+        let (cig, cog) = (p.c_in / p.groups, p.c_out / p.groups);
+        if p.stride != 1 || cig == 1 {
+            return Err(KernelError::Param {
+                what: "conv1d packed weights",
+                detail: format!("{p:?} does not run on the direct route"),
+            });
+        }
+        let len = p.groups * cog.div_ceil(MR) * cig * p.kernel * MR;
+        check_len("conv1d packed weights", len, packed.len())?;
+        if let Some(b) = bias {
+            check_len("conv1d bias", p.c_out, b.len())?;
+        }
+        Ok(Self {
+            params,
+            route: Route::Direct,
+            weights: packed,
             bias: bias.map(<[f32]>::to_vec),
             level: simd_level(),
         })

@@ -19,6 +19,7 @@
 
 use std::sync::Mutex;
 
+use voxlane_runtime::weights::Buf;
 use voxlane_runtime::Fork;
 
 use super::conv1d::{Conv1d, Conv1dParams, Conv1dRoute, Conv1dWorkspace};
@@ -227,6 +228,30 @@ impl ConvTranspose1dWorkspace {
     }
 }
 
+/// The polyphase route's stride-1 conv: phase ρ, tap q reads
+/// `x[u + q − (M − 1)]`, i.e. the original tap `ρ + (M − 1 − q)·s` (zero
+/// past the kernel), for `M = ⌈kernel/stride⌉` taps.
+fn phase_params(p: &ConvTranspose1dParams) -> Conv1dParams {
+    let m = p.kernel.div_ceil(p.stride);
+    Conv1dParams::new(p.c_in, p.stride * p.c_out, m)
+        .groups(p.groups)
+        .padding(m - 1, 0)
+}
+
+/// The polyphase conv's bias: each output channel's, once per phase.
+fn phase_bias(p: &ConvTranspose1dParams, bias: &[f32]) -> Vec<f32> {
+    let (s, cog) = (p.stride, p.c_out / p.groups);
+    let mut b2 = vec![0.0; s * p.c_out];
+    for gi in 0..p.groups {
+        for rho in 0..s {
+            for col in 0..cog {
+                b2[(gi * s + rho) * cog + col] = bias[gi * cog + col];
+            }
+        }
+    }
+    b2
+}
+
 /// A bound transposed convolution: parameters, weights `[c_in, c_out/groups, kernel]`, bias.
 #[derive(Debug, Clone)]
 pub struct ConvTranspose1d {
@@ -271,14 +296,10 @@ impl ConvTranspose1d {
                 inner: None,
             });
         }
-        // Phase ρ, tap q of the inner conv reads x[u + q − (M − 1)], i.e. the
-        // original tap k = ρ + (M − 1 − q)·s; taps past the kernel are zero.
         let (s, k, g) = (p.stride, p.kernel, p.groups);
         let (cig, cog) = (p.c_in / g, p.c_out / g);
         let m = k.div_ceil(s);
-        let ip = Conv1dParams::new(p.c_in, s * p.c_out, m)
-            .groups(g)
-            .padding(m - 1, 0);
+        let ip = phase_params(p);
         // Inner output o2 = (group, phase ρ, column) in its group's s·cog
         // outputs; its tap q reads original tap ρ + (M − 1 − q)·s (zero past
         // the kernel). Read straight from `weight` while the inner conv
@@ -302,15 +323,41 @@ impl ConvTranspose1d {
             let row = &weight[(gi * cig + cil) * cog * k..][..cog * k];
             row.get(offset[o2 * m + q]).copied().unwrap_or(0.0)
         };
-        let mut b2 = vec![0.0; s * p.c_out];
-        for gi in 0..g {
-            for rho in 0..s {
-                for col in 0..cog {
-                    b2[(gi * s + rho) * cog + col] = bias.map_or(0.0, |b| b[gi * cog + col]);
-                }
-            }
+        let b2 = bias.map(|b| phase_bias(p, b));
+        let inner = Conv1d::with_route_from(ip, at, b2.as_deref(), route)?;
+        Ok(Self {
+            params,
+            weight: Vec::new(),
+            bias: bias.map(<[f32]>::to_vec),
+            inner: Some(Box::new(inner)),
+        })
+    }
+
+    /// The polyphase conv's packed weights where it runs the direct route
+    /// (what a weights cache keeps), else `None`.
+    pub fn packed_phases(&self) -> Option<&[f32]> {
+        self.inner.as_ref()?.direct_packed()
+    }
+
+    /// The polyphase route from weights [`ConvTranspose1d::packed_phases`]
+    /// gave (e.g. mapped from a weights cache), checked against `params`.
+    pub fn with_packed_phases(
+        params: ConvTranspose1dParams,
+        packed: Buf<f32>,
+        bias: Option<&[f32]>,
+    ) -> Result<Self, KernelError> {
+        params.validate()?;
+        if let Some(b) = bias {
+            check_len("conv_transpose1d bias", params.c_out, b.len())?;
         }
-        let inner = Conv1d::with_route_from(ip, at, bias.map(|_| &b2[..]), route)?;
+        if params.dilation != 1 {
+            return Err(KernelError::Param {
+                what: "conv_transpose1d packed phases",
+                detail: "a dilated transposed conv has no polyphase route".into(),
+            });
+        }
+        let b2 = bias.map(|b| phase_bias(&params, b));
+        let inner = Conv1d::from_direct_packed(phase_params(&params), packed, b2.as_deref())?;
         Ok(Self {
             params,
             weight: Vec::new(),
@@ -815,5 +862,32 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn packed_phases_bind_the_same_conv() {
+        let p = ConvTranspose1dParams::new(6, 5, 7).stride(3).padding(2, 1);
+        let w = rnd_vec(31, p.weight_len());
+        let b = rnd_vec(32, 5);
+        let conv = ConvTranspose1d::new(p, &w, Some(&b)).expect("conv");
+        let packed = conv.packed_phases().expect("polyphase route").to_vec();
+        let again = ConvTranspose1d::with_packed_phases(p, Buf::owned(packed.clone()), Some(&b))
+            .expect("from packed phases");
+        let (t_in, pool) = (9, LanePool::new(2).expect("pool"));
+        let x = rnd_vec(33, 6 * t_in);
+        let t_out = p.out_len(t_in).expect("len");
+        let mut ws = conv.workspace(t_in).expect("workspace");
+        let (mut y0, mut y1) = (vec![0.0; 5 * t_out], vec![0.0; 5 * t_out]);
+        conv.forward(&pool, &x, t_in, &mut y0, &mut ws)
+            .expect("forward");
+        again
+            .forward(&pool, &x, t_in, &mut y1, &mut ws)
+            .expect("forward");
+        assert_eq!(y0, y1);
+        // Weights of another shape are refused.
+        assert!(
+            ConvTranspose1d::with_packed_phases(p, Buf::owned(packed[1..].to_vec()), Some(&b))
+                .is_err()
+        );
     }
 }

@@ -49,16 +49,45 @@ fn converted_weights_speak_bit_identically_and_damage_is_typed() {
         wb.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
     );
 
-    // The bind cache: that open packed the convs for this route into a file
-    // beside the weights; the next open maps them and speaks the same bits.
+    // The bind cache: that open packed the int8 convs, the int8 GEMMs
+    // (where this route has a packed kernel) and the transposed convs for
+    // this route into a file beside the weights; the next open maps them
+    // and speaks the same bits.
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let cache = cache_path(&vxw);
     let written = PackedFile::open(&cache).expect("the first open writes the bind cache");
-    assert!(
-        written.entries().len() > 50,
-        "{} convs",
-        written.entries().len()
+    let kinds = |prefix: &str| {
+        written
+            .entries()
+            .iter()
+            .filter(|e| e.format.starts_with(prefix))
+            .count()
+    };
+    let (convs, gemms, phases) = (
+        kinds("voxlane.conv1d_int8/"),
+        kinds("voxlane.qgemm/"),
+        kinds("voxlane.conv_transpose1d/"),
     );
+    assert!(convs > 50, "{convs} convs");
+    // ALBERT's (q, k, v fused), each LSTM's input projection and
+    // per-direction recurrence, every AdaIN's style projection: 98.
+    if voxlane_actors::tts::kokoro::qgemm::available() {
+        assert_eq!(gemms, 98, "int8 GEMMs");
+    } else {
+        assert_eq!(gemms, 0, "no packed int8 GEMM on this route");
+    }
+    assert_eq!(phases, 2, "ups.0 and ups.1");
+    assert_eq!(written.entries().len(), convs + gemms + phases);
+    // One entry of each kind, to leave out below.
+    let first_of: Vec<String> = [
+        "voxlane.conv1d_int8/",
+        "voxlane.qgemm/",
+        "voxlane.conv_transpose1d/",
+    ]
+    .iter()
+    .filter_map(|k| written.entries().iter().find(|e| e.format.starts_with(k)))
+    .map(|e| e.name.clone())
+    .collect();
     drop(written);
     let t0 = Instant::now();
     let mut c = KokoroTts::open(&vxw).unwrap();
@@ -89,9 +118,10 @@ fn converted_weights_speak_bit_identically_and_damage_is_typed() {
         stale.get("voxlane.model_mtime_ns"),
         fresh.get("voxlane.model_mtime_ns")
     );
-    // A cache whose stamp matches but that cannot bind every conv (here an
-    // entry is missing, as after a packing change) still speaks the same
-    // bits, is removed after that load, and the next load writes it whole.
+    // A cache whose stamp matches but that cannot bind every weight (here
+    // an entry of each kind is missing, as after a packing change) still
+    // speaks the same bits, is removed after that load, and the next load
+    // writes it whole.
     let whole = PackedFile::open(&cache).unwrap();
     let entries = whole.entries().len();
     let meta: Vec<(String, String)> = whole
@@ -100,7 +130,11 @@ fn converted_weights_speak_bit_identically_and_damage_is_typed() {
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let mut w = PackedWriter::create(&cache).unwrap();
-    for e in whole.entries().iter().skip(1) {
+    for e in whole
+        .entries()
+        .iter()
+        .filter(|e| !first_of.contains(&e.name))
+    {
         let parts: Vec<PartRef<'_>> = e
             .parts
             .iter()

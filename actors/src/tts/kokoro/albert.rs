@@ -117,7 +117,8 @@ impl Albert {
             emb_norm: norm(&format!("{emb}/LayerNorm/LayerNormalization"), EMBED)?,
             mapping_in: g
                 .qlinear("/encoder/bert/encoder/embedding_hidden_mapping_in/MatMul_quant")?,
-            qkv: StoredQLinear::concat_outputs(&[&q, &k, &v])?.pack()?,
+            qkv: StoredQLinear::concat_outputs(&[&q, &k, &v])?
+                .pack_cached(g.cache_key(&format!("{LAYER}/attention/qkv (fused)")))?,
             dense: g.qlinear(&format!("{LAYER}/attention/dense/MatMul_quant"))?,
             attn_norm: norm(
                 &format!("{LAYER}/attention/LayerNorm/LayerNormalization"),

@@ -1,4 +1,5 @@
-//! The bind cache: every dense int8 conv's weights packed for this CPU's
+//! The bind cache: every dense int8 conv's, int8 GEMM's (`MatMulInteger`,
+//! LSTM) and polyphase transposed conv's weights packed for this CPU's
 //! route, kept in a packed-weights file beside the voxlane weight file, so
 //! a later load maps them in place instead of packing them again (packing
 //! and the pages it fills were most of a load).
@@ -14,18 +15,25 @@
 //! stamp carries [`PACK_LAYOUT`] too. Writing is best effort: a read-only
 //! cache directory only costs the packing.
 
+use super::qgemm::{PackedInt8, QRoute};
 use crate::kernels::conv1d_int8::{Conv1dInt8, PreparedBufs};
+use crate::kernels::conv_transpose1d::{ConvTranspose1d, ConvTranspose1dParams};
 use crate::kernels::cpu::route_name;
+use crate::kernels::KernelError;
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
-use voxlane_runtime::weights::{DType, PackedFile, PackedWriter, PartRef};
+use voxlane_runtime::weights::{DType, PackedEntry, PackedFile, PackedWriter, PartRef};
 
 /// Format tag of a cached conv entry, before `/` and its tiles' name.
 const FORMAT: &str = "voxlane.conv1d_int8";
+/// Format tag of a cached int8 GEMM weight, before `/` and its route.
+const QGEMM_FORMAT: &str = "voxlane.qgemm";
+/// Format tag of a cached transposed conv (its polyphase conv's f32 weights).
+const PHASES_FORMAT: &str = "voxlane.conv_transpose1d/phases-f32";
 
 /// Version of the packed layouts a cache holds: raise it with any change to
 /// how a route packs, so every older cache is rewritten at once.
-pub const PACK_LAYOUT: u32 = 3;
+pub const PACK_LAYOUT: u32 = 4;
 
 /// Where the bind cache of voxlane weight file `model` lives on this CPU's route.
 pub fn cache_path(model: &Path) -> PathBuf {
@@ -109,10 +117,119 @@ impl BindCache {
         })
     }
 
+    /// Int8 GEMM weight `name` (`[k, n]`): mapped from the cache where it
+    /// holds this route's packing, else `pack()`ed and recorded.
+    pub fn qgemm_or<E>(
+        &self,
+        name: &str,
+        k: usize,
+        n: usize,
+        pack: impl FnOnce() -> Result<PackedInt8, E>,
+    ) -> Result<PackedInt8, E> {
+        let format = format!("{QGEMM_FORMAT}/{:?}", QRoute::best());
+        let cached = self.entry(name, &format).and_then(|e| {
+            let [a, b, c] = e.shape[..] else { return None };
+            let i32s = |part: &str| Some(e.part(part)?.data.cast::<i32>().ok()?.to_vec());
+            PackedInt8::from_cached(
+                k,
+                n,
+                [a, b, c],
+                e.part("data")?.data.cast::<i8>().ok()?,
+                e.part("wide")?.data.cast::<i16>().ok()?,
+                i32s("col_sums")?,
+                i32s("kzc")?,
+                i32s("zero")?,
+                e.part("scale")?.data.cast::<f32>().ok()?.to_vec(),
+            )
+        });
+        self.bound(cached.is_some());
+        if let Some(p) = cached {
+            return Ok(p);
+        }
+        let p = pack()?;
+        let c = p.cached();
+        let bytes = |v: &[i32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+        let (col_sums, kzc, zero) = (bytes(c.col_sums), bytes(c.kzc), bytes(c.zero));
+        let scale: Vec<u8> = c.scale.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let wide: Vec<u8> = c.wide.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let part = |name, dtype, bytes| PartRef { name, dtype, bytes };
+        self.push(
+            name,
+            &format!("{QGEMM_FORMAT}/{:?}", c.route),
+            &c.dims,
+            &[
+                part("data", DType::I8, bytemuck_i8(c.data)),
+                part("wide", DType::I8, &wide),
+                part("col_sums", DType::I32, &col_sums),
+                part("kzc", DType::I32, &kzc),
+                part("zero", DType::I32, &zero),
+                part("scale", DType::F32, &scale),
+            ],
+        );
+        Ok(p)
+    }
+
+    /// Transposed conv `name` on its polyphase route: its packed weights
+    /// mapped from the cache where it holds them, else `bind()`ed and recorded.
+    pub fn conv_transpose_or<E: From<KernelError>>(
+        &self,
+        name: &str,
+        params: ConvTranspose1dParams,
+        bias: Option<&[f32]>,
+        bind: impl FnOnce() -> Result<ConvTranspose1d, E>,
+    ) -> Result<ConvTranspose1d, E> {
+        let cached = self
+            .entry(name, PHASES_FORMAT)
+            .filter(|e| e.shape == [params.c_in, params.c_out, params.kernel, params.stride])
+            .and_then(|e| e.part("packed")?.data.cast::<f32>().ok())
+            .and_then(|w| ConvTranspose1d::with_packed_phases(params, w, bias).ok());
+        self.bound(cached.is_some());
+        if let Some(c) = cached {
+            return Ok(c);
+        }
+        let conv = bind()?;
+        if let Some(w) = conv.packed_phases() {
+            let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+            self.push(
+                name,
+                PHASES_FORMAT,
+                &[params.c_in, params.c_out, params.kernel, params.stride],
+                &[PartRef {
+                    name: "packed",
+                    dtype: DType::F32,
+                    bytes: &bytes,
+                }],
+            );
+        }
+        Ok(conv)
+    }
+
+    /// The mapped cache's entry `name` if its format is `format`.
+    fn entry(&self, name: &str, format: &str) -> Option<&PackedEntry> {
+        self.file.as_ref()?.get(name).filter(|e| e.format == format)
+    }
+
+    /// On a mapped cache, a weight not bound from it makes it stale.
+    fn bound(&self, from_cache: bool) {
+        if self.file.is_some() && !from_cache {
+            self.stale.set(true);
+        }
+    }
+
+    /// Append an entry to the cache being written (if one is).
+    fn push(&self, name: &str, format: &str, shape: &[usize], parts: &[PartRef<'_>]) {
+        let mut slot = self.writer.borrow_mut();
+        let Some(w) = slot.as_mut() else { return };
+        if let Err(e) = w.push(name, format, shape, parts) {
+            tracing::debug!("bind cache not written: {e}");
+            *slot = None;
+        }
+    }
+
     /// Record conv `name`'s packed weights for the cache being written; on a
     /// mapped cache, note whether `conv` was bound from it.
     pub fn record(&self, name: &str, conv: &Conv1dInt8) {
-        let (Some(prep), mut slot) = (conv.prepared(), self.writer.borrow_mut()) else {
+        let Some(prep) = conv.prepared() else {
             return;
         };
         if let Some(file) = &self.file {
@@ -120,12 +237,9 @@ impl BindCache {
                 .get(name)
                 .and_then(|e| e.part("packed"))
                 .is_some_and(|p| std::ptr::eq(p.data.as_ptr().cast::<i8>(), prep.packed.as_ptr()));
-            if !mapped {
-                self.stale.set(true);
-            }
+            self.bound(mapped);
             return;
         }
-        let Some(w) = slot.as_mut() else { return };
         let wsum: Vec<u8> = prep.wsum.iter().flat_map(|v| v.to_le_bytes()).collect();
         let packed: &[u8] = bytemuck_i8(prep.packed);
         let parts = [
@@ -140,11 +254,12 @@ impl BindCache {
                 bytes: &wsum,
             },
         ];
-        let format = format!("{FORMAT}/{}", prep.tiles);
-        if let Err(e) = w.push(name, &format, &[prep.packed.len()], &parts) {
-            tracing::debug!("bind cache not written: {e}");
-            *slot = None;
-        }
+        self.push(
+            name,
+            &format!("{FORMAT}/{}", prep.tiles),
+            &[prep.packed.len()],
+            &parts,
+        );
     }
 
     /// Whether some conv was not bound from the mapped cache (it will be
@@ -184,7 +299,7 @@ mod tests {
     use crate::kernels::matmul::IntWeights;
 
     /// The packed bytes of every tiles kind this machine can pack, hashed
-    /// (FNV-1a) for [`PACK_LAYOUT`] 3. A cache maps packings written by an
+    /// (FNV-1a) for [`PACK_LAYOUT`] 4 (unchanged since 3). A cache maps packings written by an
     /// earlier build: when this fails, a packing changed, so raise
     /// `PACK_LAYOUT` (older caches are then rewritten) and record the new hashes.
     #[test]
@@ -197,7 +312,7 @@ mod tests {
             (1, "wide-i16", 0xe0ca3a1db899c146),
         ];
         assert_eq!(
-            PACK_LAYOUT, 3,
+            PACK_LAYOUT, 4,
             "record the hashes of the new layout version"
         );
         let fnv = |bytes: &[u8]| {

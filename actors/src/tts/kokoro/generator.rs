@@ -109,13 +109,24 @@ pub struct GeneratorTimes {
     pub post: f64,
 }
 
-fn conv_transpose(fc: &FloatConv) -> Result<ConvTranspose1d, KokoroError> {
+/// Transposed conv `name` (`fc`), its packing through the graph's bind cache.
+fn conv_transpose(
+    g: &KokoroGraph<'_>,
+    name: &str,
+    fc: &FloatConv,
+) -> Result<ConvTranspose1d, KokoroError> {
     let [ci, cog, k] = fc.dims;
     let p = ConvTranspose1dParams::new(ci, cog * fc.groups, k)
         .stride(fc.stride)
         .padding(fc.pad, fc.output_padding)
         .groups(fc.groups);
-    Ok(ConvTranspose1d::new(p, &fc.weight, fc.bias.as_deref())?)
+    let bind = || -> Result<_, KokoroError> {
+        Ok(ConvTranspose1d::new(p, &fc.weight, fc.bias.as_deref())?)
+    };
+    match g.cache() {
+        Some(c) => c.conv_transpose_or(name, p, fc.bias.as_deref(), bind),
+        None => bind(),
+    }
 }
 
 fn first_input_f32s(g: &KokoroGraph<'_>, node: &str, i: usize) -> Result<Vec<f32>, KokoroError> {
@@ -138,10 +149,14 @@ impl Generator {
             AdaInResBlock1::load(g, &format!("{G}/noise_res.0"), &format!("{P}.noise_res.0"))?,
             AdaInResBlock1::load(g, &format!("{G}/noise_res.1"), &format!("{P}.noise_res.1"))?,
         ];
-        let u0 = g.float_conv(&format!("{G}/ups.0/ConvTranspose"))?;
-        let u1 = g.float_conv(&format!("{G}/ups.1/ConvTranspose"))?;
+        let ups_names = [0, 1].map(|i| format!("{G}/ups.{i}/ConvTranspose"));
+        let u0 = g.float_conv(&ups_names[0])?;
+        let u1 = g.float_conv(&ups_names[1])?;
         let ups_ch = [u0.dims[1] * u0.groups, u1.dims[1] * u1.groups];
-        let ups = [conv_transpose(&u0)?, conv_transpose(&u1)?];
+        let ups = [
+            conv_transpose(g, &ups_names[0], &u0)?,
+            conv_transpose(g, &ups_names[1], &u1)?,
+        ];
         let resblocks = (0..2 * KERNELS)
             .map(|i| {
                 AdaInResBlock1::load(

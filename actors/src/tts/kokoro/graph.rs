@@ -23,7 +23,7 @@ use voxlane_runtime::onnx::{DataType, Node, OnnxError, OnnxModel, Tensor};
 
 use super::bind_cache::BindCache;
 use super::fold::{fold, ConstData};
-use super::quant::{weights, QConv, QLinear, QLstm, StoredQLinear};
+use super::quant::{weights, CacheKey, QConv, QLinear, QLstm, StoredQLinear, StoredQLstm};
 use crate::kernels::conv1d::Conv1dParams;
 use crate::kernels::KernelError;
 
@@ -164,6 +164,16 @@ impl<'m> KokoroGraph<'m> {
     /// The model behind this resolver.
     pub fn model(&self) -> &'m OnnxModel {
         self.model
+    }
+
+    /// The bind cache, with `name` as a packing's entry in it (see [`CacheKey`]).
+    pub fn cache_key<'a>(&'a self, name: &'a str) -> CacheKey<'a> {
+        self.cache.map(|c| (c, name))
+    }
+
+    /// The bind cache this resolver binds through, if any.
+    pub fn cache(&self) -> Option<&'m BindCache> {
+        self.cache
     }
 
     /// The node named `name`; in a float graph, an int8 name `<x>_quant`
@@ -323,10 +333,13 @@ impl<'m> KokoroGraph<'m> {
     /// from, its weight quantized per output channel.
     pub fn qlinear(&self, name: &str) -> Result<QLinear, KokoroError> {
         let node = self.node(name)?;
-        self.qlinear_stored_at(node)?.pack().map_err(|e| match e {
-            KokoroError::Kernel(k) => bad_node(node, k.to_string()),
-            e => e,
-        })
+        let stored = self.qlinear_stored_at(node)?;
+        stored
+            .pack_cached(self.cache_key(name))
+            .map_err(|e| match e {
+                KokoroError::Kernel(k) => bad_node(node, k.to_string()),
+                e => e,
+            })
     }
 
     /// As [`KokoroGraph::qlinear`], not yet packed (to fuse layers first).
@@ -710,17 +723,23 @@ impl<'m> KokoroGraph<'m> {
     /// R `[2, 4H, H]`), quantized per direction and transposed to that layout.
     pub fn qlstm(&self, name: &str) -> Result<QLstm, KokoroError> {
         let node = self.node(name)?;
-        match node.op_type.as_str() {
+        let stored = match node.op_type.as_str() {
             "DynamicQuantizeLSTM" => self.qlstm_int8(node),
             "LSTM" => self.qlstm_float(node),
             op => Err(bad_node(
                 node,
                 format!("is a {op}, expected DynamicQuantizeLSTM"),
             )),
-        }
+        }?;
+        stored
+            .pack_cached(self.cache_key(name))
+            .map_err(|e| match e {
+                KokoroError::Kernel(k) => bad_node(node, k.to_string()),
+                e => e,
+            })
     }
 
-    fn qlstm_float(&self, node: &'m Node) -> Result<QLstm, KokoroError> {
+    fn qlstm_float(&self, node: &'m Node) -> Result<StoredQLstm, KokoroError> {
         let hidden = node
             .attr_int("hidden_size")
             .and_then(|h| usize::try_from(h).ok())
@@ -772,23 +791,19 @@ impl<'m> KokoroGraph<'m> {
         };
         let (wq, ws) = quantize(&w, input);
         let (rq, rs) = quantize(&r, hidden);
-        QLstm::new(
+        Ok(StoredQLstm {
             input,
             hidden,
             dirs,
-            wq,
-            rq,
+            w: wq,
+            r: rq,
             b,
-            [ws, rs],
-            [vec![0; dirs], vec![0; dirs]],
-        )
-        .map_err(|e| match e {
-            KokoroError::Kernel(k) => bad_node(node, k.to_string()),
-            e => e,
+            scales: [ws, rs],
+            zeros: [vec![0; dirs], vec![0; dirs]],
         })
     }
 
-    fn qlstm_int8(&self, node: &'m Node) -> Result<QLstm, KokoroError> {
+    fn qlstm_int8(&self, node: &'m Node) -> Result<StoredQLstm, KokoroError> {
         let hidden = node
             .attr_int("hidden_size")
             .ok_or_else(|| bad_node(node, "has no hidden_size"))? as usize;
@@ -811,22 +826,18 @@ impl<'m> KokoroGraph<'m> {
         let zp = |i: usize| -> Result<Vec<i8>, KokoroError> {
             self.i8_vec(&self.input_tensor(node, i)?)
         };
-        QLstm::new(
+        Ok(StoredQLstm {
             input,
             hidden,
             dirs,
-            self.i8_vec(&wt)?,
-            self.i8_vec(&rt)?,
-            self.f32s(&bt)?,
-            [
+            w: self.i8_vec(&wt)?,
+            r: self.i8_vec(&rt)?,
+            b: self.f32s(&bt)?,
+            scales: [
                 self.f32s(&self.input_tensor(node, 8)?)?,
                 self.f32s(&self.input_tensor(node, 10)?)?,
             ],
-            [zp(9)?, zp(11)?],
-        )
-        .map_err(|e| match e {
-            KokoroError::Kernel(k) => bad_node(node, k.to_string()),
-            e => e,
+            zeros: [zp(9)?, zp(11)?],
         })
     }
 }

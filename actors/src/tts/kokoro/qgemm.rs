@@ -11,6 +11,7 @@
 //! `acc[m, n] = Σ_k (qa − za)(w − zw[n]) = Σ qa·w − za·Σw[n] − zw[n]·Σqa + K·za·zw[n]`,
 //! then `out = acc · (a_scale · w_scale[n]) + bias[n]` (the export's formula).
 
+use voxlane_runtime::weights::Buf;
 use voxlane_runtime::Fork;
 
 use crate::kernels::error::{check_len, KernelError};
@@ -34,8 +35,8 @@ pub struct PackedInt8 {
     n: usize,
     /// K rounded up to 4.
     kq: usize,
-    /// `[n/16 (padded to the chunk)][kq/4][16][4]`.
-    data: Vec<i8>,
+    /// `[n/16 (padded to the chunk)][kq/4][16][4]` (owned, or mapped from a weights cache).
+    data: Buf<i8>,
     /// `Σ_k w[k, n]` over the true K.
     col_sums: Vec<i32>,
     /// `K·zw[n] − Σ_k w[k, n]` (wrapping), padded to the chunk: the matvec's
@@ -47,9 +48,30 @@ pub struct PackedInt8 {
     route: QRoute,
     /// The AVX2 route's weights widened to i16 pairs: `[n/16][kq/2][16][2]`
     /// (empty on the others).
-    wide: Vec<i16>,
+    wide: Buf<i16>,
     /// Whether GEMMs run on AMX tiles (`kq` is then a multiple of 64).
     amx: bool,
+}
+
+/// A [`PackedInt8`]'s parts as a weights cache stores them.
+#[derive(Debug, Clone, Copy)]
+pub struct CachedInt8<'a> {
+    /// `[k, n, k padded]`.
+    pub dims: [usize; 3],
+    /// The route it was packed for.
+    pub route: QRoute,
+    /// VNNI-layout weights (empty on the AVX2 route).
+    pub data: &'a [i8],
+    /// The AVX2 route's widened weights (empty on the others).
+    pub wide: &'a [i16],
+    /// `Σ_k w[k, n]`.
+    pub col_sums: &'a [i32],
+    /// The matvec's zero-point correction per column.
+    pub kzc: &'a [i32],
+    /// Zero point per column.
+    pub zero: &'a [i32],
+    /// Scale per column.
+    pub scale: &'a [f32],
 }
 
 /// Which kernel runs the packed weights (chosen from `cpu::features`, so
@@ -268,6 +290,70 @@ impl PackedInt8 {
         scale.resize(np, 0.0);
         kzc.resize(np, 0);
         Ok(Self {
+            k,
+            n,
+            kq,
+            data: Buf::owned(data),
+            col_sums,
+            kzc,
+            zero,
+            scale,
+            route,
+            wide: Buf::owned(wide),
+            amx,
+        })
+    }
+
+    /// What a weights cache keeps of this packing: everything but the
+    /// route-independent shape, as [`PackedInt8::from_cached`] takes it back.
+    pub fn cached(&self) -> CachedInt8<'_> {
+        CachedInt8 {
+            dims: [self.k, self.n, self.kq],
+            route: self.route,
+            data: &self.data,
+            wide: &self.wide,
+            col_sums: &self.col_sums,
+            kzc: &self.kzc,
+            zero: &self.zero,
+            scale: &self.scale,
+        }
+    }
+
+    /// A packing of `w [k, n]` back from a weights cache (its packed
+    /// weights mapped in place): `None` unless it was packed for this CPU's
+    /// route (and AMX padding) with these dimensions, every part whole.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_cached(
+        k: usize,
+        n: usize,
+        dims: [usize; 3],
+        data: Buf<i8>,
+        wide: Buf<i16>,
+        col_sums: Vec<i32>,
+        kzc: Vec<i32>,
+        zero: Vec<i32>,
+        scale: Vec<f32>,
+    ) -> Option<Self> {
+        let route = QRoute::best();
+        let amx = route == QRoute::Vnni && amx_available();
+        let kq = if amx {
+            k.div_ceil(64) * 64
+        } else {
+            k.div_ceil(4) * 4
+        };
+        let np = n.div_ceil(CHUNK_COLS) * CHUNK_COLS;
+        let (want_data, want_wide) = if route == QRoute::Avx2 {
+            (0, np * kq)
+        } else {
+            (np * kq, 0)
+        };
+        let whole = dims == [k, n, kq]
+            && route != QRoute::Reference
+            && data.len() == want_data
+            && wide.len() == want_wide
+            && col_sums.len() == n
+            && [kzc.len(), zero.len(), scale.len()] == [np; 3];
+        whole.then_some(Self {
             k,
             n,
             kq,
@@ -945,5 +1031,52 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_cached_packing_comes_back_whole_or_not_at_all() {
+        if !available() {
+            eprintln!("skipped: this CPU has no packed int8 route");
+            return;
+        }
+        let (m, k, n) = (3, 70, 50);
+        let w: Vec<i8> = (0..k * n).map(|i| ((i * 131 + 7) % 255) as i8).collect();
+        let scale: Vec<f32> = (0..n).map(|i| 1e-3 + i as f32 * 1e-5).collect();
+        let zero: Vec<i8> = (0..n).map(|i| (i % 5) as i8 - 2).collect();
+        let x: Vec<f32> = (0..m * k).map(|i| (i % 13) as f32 - 6.0).collect();
+        let packed = PackedInt8::new(k, n, &w, &scale, &zero).expect("pack");
+        let c = packed.cached();
+        let back = |k: usize, n: usize, data: &[i8], wide: &[i16]| {
+            PackedInt8::from_cached(
+                k,
+                n,
+                c.dims,
+                Buf::owned(data.to_vec()),
+                Buf::owned(wide.to_vec()),
+                c.col_sums.to_vec(),
+                c.kzc.to_vec(),
+                c.zero.to_vec(),
+                c.scale.to_vec(),
+            )
+        };
+        let again = back(k, n, c.data, c.wide).expect("a whole packing comes back");
+        let run = |p: &PackedInt8| {
+            let mut out = vec![0.0f32; m * n];
+            p.gemm(&Serial, &x, m, None, &mut out, &mut QGemmScratch::default())
+                .expect("gemm");
+            out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        };
+        assert_eq!(run(&again), run(&packed));
+        // Another layer's shape, or a part cut short, is refused.
+        assert!(back(k + 4, n, c.data, c.wide).is_none());
+        assert!(back(k, n - 1, c.data, c.wide).is_none());
+        let (d, wd) = (c.data.len(), c.wide.len());
+        assert!(back(
+            k,
+            n,
+            &c.data[..d.saturating_sub(1)],
+            &c.wide[..wd.saturating_sub(1)]
+        )
+        .is_none());
     }
 }

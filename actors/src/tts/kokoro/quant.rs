@@ -17,6 +17,7 @@
 
 use voxlane_runtime::{Fork, LaneError};
 
+use super::bind_cache::BindCache;
 use super::graph::KokoroError;
 use super::qgemm::{self, PackedInt8, QGemmScratch};
 use crate::kernels::conv1d::Conv1dParams;
@@ -52,6 +53,10 @@ impl Fork for Serial {
     }
 }
 
+/// A bind cache and a weight's name in it (its packing is mapped from the
+/// cache, or recorded into it), or none (packed as usual).
+pub type CacheKey<'a> = Option<(&'a BindCache, &'a str)>;
+
 /// A packed `MatMulInteger` weight: the broadcast-VNNI layout where the CPU
 /// has it, else the dot-product kernel (both exact, so the results agree).
 #[derive(Debug, Clone)]
@@ -61,10 +66,23 @@ enum Packed {
 }
 
 impl Packed {
-    /// Pack `w [k, n]` with per-column (or single) scales and zero points.
-    fn new(k: usize, n: usize, w: &[i8], scale: &[f32], zero: &[i8]) -> Result<Self, KokoroError> {
+    /// Pack `w [k, n]` with per-column (or single) scales and zero points;
+    /// with a bind cache and the weight's name in it, mapped from the cache
+    /// where it holds this packing (else recorded into it).
+    fn new(
+        cache: CacheKey<'_>,
+        k: usize,
+        n: usize,
+        w: &[i8],
+        scale: &[f32],
+        zero: &[i8],
+    ) -> Result<Self, KokoroError> {
         if qgemm::available() {
-            return Ok(Self::Vnni(PackedInt8::new(k, n, w, scale, zero)?));
+            let pack = || PackedInt8::new(k, n, w, scale, zero);
+            return Ok(Self::Vnni(match cache {
+                Some((c, name)) => c.qgemm_or(name, k, n, pack)?,
+                None => pack()?,
+            }));
         }
         let zps: Vec<i32> = zero.iter().map(|&z| i32::from(z)).collect();
         Ok(Self::Dot(Weights::int8_kn(w, n, k, scale, &zps)?))
@@ -148,7 +166,19 @@ fn per_channel<T: Copy>(v: &[T], i: usize) -> T {
 impl StoredQLinear {
     /// Transpose to `[n, k]` and pack for this CPU.
     pub fn pack(self) -> Result<QLinear, KokoroError> {
-        let packed = Packed::new(self.k, self.n, &self.weight, &self.w_scale, &self.w_zero)?;
+        self.pack_cached(None)
+    }
+
+    /// As [`StoredQLinear::pack`], through a bind cache.
+    pub fn pack_cached(self, cache: CacheKey<'_>) -> Result<QLinear, KokoroError> {
+        let packed = Packed::new(
+            cache,
+            self.k,
+            self.n,
+            &self.weight,
+            &self.w_scale,
+            &self.w_zero,
+        )?;
         if let Some(b) = &self.bias {
             crate::kernels::error::check_len("qlinear bias", self.n, b.len())?;
         }
@@ -511,6 +541,12 @@ impl StoredQLstm {
     /// Pack the weights for this CPU (input projection of both directions as
     /// one GEMM, recurrent weights per direction).
     pub fn pack(&self) -> Result<QLstm, KokoroError> {
+        self.pack_cached(None)
+    }
+
+    /// As [`StoredQLstm::pack`], through a bind cache (entries `<name>/W`
+    /// and `<name>/R<direction>`).
+    pub fn pack_cached(&self, cache: CacheKey<'_>) -> Result<QLstm, KokoroError> {
         use crate::kernels::error::check_len;
         let StoredQLstm {
             input,
@@ -546,11 +582,22 @@ impl StoredQLstm {
         let w_zp: Vec<i8> = (0..dirs)
             .flat_map(|d| std::iter::repeat_n(zeros[0][d], g))
             .collect();
-        let w_packed = Packed::new(input, dirs * g, &wcat, &w_sc, &w_zp)?;
+        let key = |part: String| cache.map(|(c, name)| (c, format!("{name}/{part}")));
+        let wkey = key("W".into());
+        let w_packed = Packed::new(
+            wkey.as_ref().map(|(c, n)| (*c, n.as_str())),
+            input,
+            dirs * g,
+            &wcat,
+            &w_sc,
+            &w_zp,
+        )?;
         let mut r_packed = Vec::with_capacity(dirs);
         let mut bias = Vec::with_capacity(dirs * g);
         for d in 0..dirs {
+            let rkey = key(format!("R{d}"));
             r_packed.push(Packed::new(
+                rkey.as_ref().map(|(c, n)| (*c, n.as_str())),
                 hidden,
                 g,
                 &r[d * hidden * g..(d + 1) * hidden * g],
