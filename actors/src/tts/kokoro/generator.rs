@@ -109,7 +109,8 @@ pub struct GeneratorTimes {
     pub post: f64,
 }
 
-/// Transposed conv `name` (`fc`), its packing through the graph's bind cache.
+/// Transposed conv `name` (`fc`, its weight possibly not read yet), its
+/// packing through the graph's bind cache.
 fn conv_transpose(
     g: &KokoroGraph<'_>,
     name: &str,
@@ -121,7 +122,11 @@ fn conv_transpose(
         .padding(fc.pad, fc.output_padding)
         .groups(fc.groups);
     let bind = || -> Result<_, KokoroError> {
-        Ok(ConvTranspose1d::new(p, &fc.weight, fc.bias.as_deref())?)
+        let weight = match fc.weight.is_empty() {
+            true => std::borrow::Cow::Owned(g.float_conv(name)?.weight),
+            false => std::borrow::Cow::Borrowed(&fc.weight[..]),
+        };
+        Ok(ConvTranspose1d::new(p, &weight, fc.bias.as_deref())?)
     };
     match g.cache() {
         Some(c) => c.conv_transpose_or(name, p, fc.bias.as_deref(), bind),
@@ -150,8 +155,8 @@ impl Generator {
             AdaInResBlock1::load(g, &format!("{G}/noise_res.1"), &format!("{P}.noise_res.1"))?,
         ];
         let ups_names = [0, 1].map(|i| format!("{G}/ups.{i}/ConvTranspose"));
-        let u0 = g.float_conv(&ups_names[0])?;
-        let u1 = g.float_conv(&ups_names[1])?;
+        let u0 = g.float_conv_meta(&ups_names[0])?;
+        let u1 = g.float_conv_meta(&ups_names[1])?;
         let ups_ch = [u0.dims[1] * u0.groups, u1.dims[1] * u1.groups];
         let ups = [
             conv_transpose(g, &ups_names[0], &u0)?,

@@ -267,12 +267,19 @@ impl<'m> KokoroGraph<'m> {
 
     /// INT8 elements of an initializer, copied (raw or `int32_data` storage).
     pub fn i8_vec(&self, t: &Tensor<'m>) -> Result<Vec<i8>, KokoroError> {
+        Ok(self.i8_cow(t)?.into_owned())
+    }
+
+    /// As [`KokoroGraph::i8_vec`], borrowing the stored bytes where they are raw.
+    fn i8_cow(&self, t: &Tensor<'m>) -> Result<Cow<'m, [i8]>, KokoroError> {
         if t.data_type != DataType::Int8 {
             return Err(bad_tensor(t, format!("is {}, expected INT8", t.data_type)));
         }
         match t.as_i8() {
-            Some(v) => Ok(v.to_vec()),
-            None => Ok(t.to_i64()?.into_iter().map(|v| v as i8).collect()),
+            Some(v) => Ok(Cow::Borrowed(v)),
+            None => Ok(Cow::Owned(
+                t.to_i64()?.into_iter().map(|v| v as i8).collect(),
+            )),
         }
     }
 
@@ -343,11 +350,11 @@ impl<'m> KokoroGraph<'m> {
     }
 
     /// As [`KokoroGraph::qlinear`], not yet packed (to fuse layers first).
-    pub fn qlinear_stored(&self, name: &str) -> Result<StoredQLinear, KokoroError> {
+    pub fn qlinear_stored(&self, name: &str) -> Result<StoredQLinear<'m>, KokoroError> {
         self.qlinear_stored_at(self.node(name)?)
     }
 
-    fn qlinear_stored_at(&self, node: &'m Node) -> Result<StoredQLinear, KokoroError> {
+    fn qlinear_stored_at(&self, node: &'m Node) -> Result<StoredQLinear<'m>, KokoroError> {
         match node.op_type.as_str() {
             "MatMulInteger" => self.qlinear_int8(node),
             "MatMul" | "Gemm" => self.qlinear_float(node),
@@ -355,7 +362,7 @@ impl<'m> KokoroGraph<'m> {
         }
     }
 
-    fn qlinear_int8(&self, node: &'m Node) -> Result<StoredQLinear, KokoroError> {
+    fn qlinear_int8(&self, node: &'m Node) -> Result<StoredQLinear<'m>, KokoroError> {
         let wt = self.input_tensor(node, 1)?;
         let dims = wt.shape();
         let [k, n] = dims[..] else {
@@ -364,7 +371,7 @@ impl<'m> KokoroGraph<'m> {
                 format!("weight dims {dims:?}, expected [in, out]"),
             ));
         };
-        let weight = self.i8_vec(&wt)?;
+        let weight = self.i8_cow(&wt)?;
         let zp = self.input_tensor(node, 3)?;
         let w_zero = self.i8_vec(&zp)?;
         // Cast(int32 → f32) → Mul(output_scale_mul) with `<x_scale × w_scale>`.
@@ -396,7 +403,7 @@ impl<'m> KokoroGraph<'m> {
 
     /// A float `MatMul` (weight `[in, out]`, bias from the following Add) or
     /// `Gemm` (`transB`: weight `[out, in]`; bias input 2), quantized.
-    fn qlinear_float(&self, node: &'m Node) -> Result<StoredQLinear, KokoroError> {
+    fn qlinear_float(&self, node: &'m Node) -> Result<StoredQLinear<'m>, KokoroError> {
         let (dims, w) = self.const_input(node, 1)?;
         let [a, b] = dims[..] else {
             return Err(bad_node(
@@ -448,7 +455,7 @@ impl<'m> KokoroGraph<'m> {
         Ok(StoredQLinear {
             k,
             n,
-            weight,
+            weight: Cow::Owned(weight),
             w_scale,
             w_zero: vec![0; n],
             bias,
@@ -582,6 +589,17 @@ impl<'m> KokoroGraph<'m> {
 
     /// Float `Conv` / `ConvTranspose` `name`: weight (input 1), bias (input 2), attributes.
     pub fn float_conv(&self, name: &str) -> Result<FloatConv, KokoroError> {
+        self.float_conv_with(name, true)
+    }
+
+    /// As [`KokoroGraph::float_conv`] without reading a stored weight
+    /// (`weight` is then empty; its dims are the initializer's): for a conv
+    /// whose packing may come from the bind cache.
+    pub fn float_conv_meta(&self, name: &str) -> Result<FloatConv, KokoroError> {
+        self.float_conv_with(name, false)
+    }
+
+    fn float_conv_with(&self, name: &str, read_weight: bool) -> Result<FloatConv, KokoroError> {
         let node = self.node(name)?;
         if node.op_type != "Conv" && node.op_type != "ConvTranspose" {
             return Err(bad_node(
@@ -589,7 +607,15 @@ impl<'m> KokoroGraph<'m> {
                 format!("is a {}, expected a float conv", node.op_type),
             ));
         }
-        let (shape, weight) = self.const_input(node, 1)?;
+        let stored = node
+            .inputs
+            .get(1)
+            .and_then(|i| self.model.initializer(i))
+            .filter(|t| !read_weight && t.data_type == DataType::Float);
+        let (shape, weight) = match stored {
+            Some(t) => (t.shape(), Vec::new()),
+            None => self.const_input(node, 1)?,
+        };
         let [a, b, c] = shape[..] else {
             return Err(bad_node(
                 node,
@@ -739,7 +765,7 @@ impl<'m> KokoroGraph<'m> {
             })
     }
 
-    fn qlstm_float(&self, node: &'m Node) -> Result<StoredQLstm, KokoroError> {
+    fn qlstm_float(&self, node: &'m Node) -> Result<StoredQLstm<'m>, KokoroError> {
         let hidden = node
             .attr_int("hidden_size")
             .and_then(|h| usize::try_from(h).ok())
@@ -795,15 +821,15 @@ impl<'m> KokoroGraph<'m> {
             input,
             hidden,
             dirs,
-            w: wq,
-            r: rq,
+            w: Cow::Owned(wq),
+            r: Cow::Owned(rq),
             b,
             scales: [ws, rs],
             zeros: [vec![0; dirs], vec![0; dirs]],
         })
     }
 
-    fn qlstm_int8(&self, node: &'m Node) -> Result<StoredQLstm, KokoroError> {
+    fn qlstm_int8(&self, node: &'m Node) -> Result<StoredQLstm<'m>, KokoroError> {
         let hidden = node
             .attr_int("hidden_size")
             .ok_or_else(|| bad_node(node, "has no hidden_size"))? as usize;
@@ -830,8 +856,8 @@ impl<'m> KokoroGraph<'m> {
             input,
             hidden,
             dirs,
-            w: self.i8_vec(&wt)?,
-            r: self.i8_vec(&rt)?,
+            w: self.i8_cow(&wt)?,
+            r: self.i8_cow(&rt)?,
             b: self.f32s(&bt)?,
             scales: [
                 self.f32s(&self.input_tensor(node, 8)?)?,

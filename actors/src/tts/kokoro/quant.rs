@@ -15,6 +15,7 @@
 //!
 //! Each block has a readable `*_reference` beside the fast path.
 
+use std::borrow::Cow;
 use voxlane_runtime::{Fork, LaneError};
 
 use super::bind_cache::BindCache;
@@ -66,26 +67,27 @@ enum Packed {
 }
 
 impl Packed {
-    /// Pack `w [k, n]` with per-column (or single) scales and zero points;
+    /// Pack `w() [k, n]` with per-column (or single) scales and zero points;
     /// with a bind cache and the weight's name in it, mapped from the cache
-    /// where it holds this packing (else recorded into it).
-    fn new(
+    /// where it holds this packing (else recorded into it; `w` is read only
+    /// to pack).
+    fn new<'w>(
         cache: CacheKey<'_>,
         k: usize,
         n: usize,
-        w: &[i8],
+        w: impl FnOnce() -> Cow<'w, [i8]>,
         scale: &[f32],
         zero: &[i8],
     ) -> Result<Self, KokoroError> {
         if qgemm::available() {
-            let pack = || PackedInt8::new(k, n, w, scale, zero);
+            let pack = || PackedInt8::new(k, n, &w(), scale, zero);
             return Ok(Self::Vnni(match cache {
                 Some((c, name)) => c.qgemm_or(name, k, n, pack)?,
                 None => pack()?,
             }));
         }
         let zps: Vec<i32> = zero.iter().map(|&z| i32::from(z)).collect();
-        Ok(Self::Dot(Weights::int8_kn(w, n, k, scale, &zps)?))
+        Ok(Self::Dot(Weights::int8_kn(&w(), n, k, scale, &zps)?))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -128,13 +130,13 @@ impl Packed {
 /// scale and zero point, bias. [`StoredQLinear::pack`] binds it; the bound
 /// layer does not keep these bytes.
 #[derive(Debug, Clone)]
-pub struct StoredQLinear {
+pub struct StoredQLinear<'a> {
     /// Input features.
     pub k: usize,
     /// Output features.
     pub n: usize,
-    /// Weight `[k, n]` as stored in ONNX.
-    pub weight: Vec<i8>,
+    /// Weight `[k, n]` as stored in ONNX (borrowed from the model's map where raw).
+    pub weight: Cow<'a, [i8]>,
     /// Weight scale, `[n]` (or `[1]`).
     pub w_scale: Vec<f32>,
     /// Weight zero point, `[n]` (or `[1]`).
@@ -163,7 +165,7 @@ fn per_channel<T: Copy>(v: &[T], i: usize) -> T {
     }
 }
 
-impl StoredQLinear {
+impl StoredQLinear<'_> {
     /// Transpose to `[n, k]` and pack for this CPU.
     pub fn pack(self) -> Result<QLinear, KokoroError> {
         self.pack_cached(None)
@@ -175,7 +177,7 @@ impl StoredQLinear {
             cache,
             self.k,
             self.n,
-            &self.weight,
+            || Cow::Borrowed(&self.weight[..]),
             &self.w_scale,
             &self.w_zero,
         )?;
@@ -192,7 +194,9 @@ impl StoredQLinear {
 
     /// Layers sharing one input fused along the outputs (e.g. q, k, v): since
     /// they share the quantized activation, one GEMM gives identical results.
-    pub fn concat_outputs(parts: &[&StoredQLinear]) -> Result<Self, KokoroError> {
+    pub fn concat_outputs(
+        parts: &[&StoredQLinear<'_>],
+    ) -> Result<StoredQLinear<'static>, KokoroError> {
         let k = parts.first().map_or(0, |p| p.k);
         if parts.iter().any(|p| p.k != k) || k == 0 {
             return Err(KokoroError::Kernel(KernelError::Param {
@@ -222,10 +226,10 @@ impl StoredQLinear {
         } else {
             None
         };
-        Ok(Self {
+        Ok(StoredQLinear {
             k,
             n,
-            weight,
+            weight: Cow::Owned(weight),
             w_scale,
             w_zero,
             bias,
@@ -271,7 +275,7 @@ impl QLinear {
         StoredQLinear {
             k,
             n,
-            weight,
+            weight: Cow::Owned(weight),
             w_scale,
             w_zero,
             bias,
@@ -432,17 +436,17 @@ impl QConv {
 /// A `DynamicQuantizeLSTM` as stored in the export: [`StoredQLstm::pack`]
 /// binds it; the bound [`QLstm`] keeps only its packed weights.
 #[derive(Debug, Clone)]
-pub struct StoredQLstm {
+pub struct StoredQLstm<'a> {
     /// Input features.
     pub input: usize,
     /// Hidden size H.
     pub hidden: usize,
     /// Directions (1 or 2).
     pub dirs: usize,
-    /// W `[dirs, input, 4H]`, gates iofc.
-    pub w: Vec<i8>,
-    /// R `[dirs, H, 4H]`, gates iofc.
-    pub r: Vec<i8>,
+    /// W `[dirs, input, 4H]`, gates iofc (borrowed from the model's map where raw).
+    pub w: Cow<'a, [i8]>,
+    /// R `[dirs, H, 4H]`, gates iofc (as `w`).
+    pub r: Cow<'a, [i8]>,
     /// B `[dirs, 8H]`: W bias (iofc) then R bias (iofc).
     pub b: Vec<f32>,
     /// Per-direction scales of W and R.
@@ -527,8 +531,8 @@ impl QLstm {
             input,
             hidden,
             dirs,
-            w,
-            r,
+            w: Cow::Owned(w),
+            r: Cow::Owned(r),
             b,
             scales,
             zeros,
@@ -537,7 +541,7 @@ impl QLstm {
     }
 }
 
-impl StoredQLstm {
+impl StoredQLstm<'_> {
     /// Pack the weights for this CPU (input projection of both directions as
     /// one GEMM, recurrent weights per direction).
     pub fn pack(&self) -> Result<QLstm, KokoroError> {
@@ -570,12 +574,15 @@ impl StoredQLstm {
         }
         // W as one `[input, dirs·4H]` matrix: both directions share the
         // quantized input, so one GEMM serves them (scales per column).
-        let mut wcat = Vec::with_capacity(w.len());
-        for i in 0..input {
-            for d in 0..dirs {
-                wcat.extend_from_slice(&w[(d * input + i) * g..(d * input + i + 1) * g]);
+        let wcat = || {
+            let mut wcat = Vec::with_capacity(w.len());
+            for i in 0..input {
+                for d in 0..dirs {
+                    wcat.extend_from_slice(&w[(d * input + i) * g..(d * input + i + 1) * g]);
+                }
             }
-        }
+            Cow::Owned(wcat)
+        };
         let w_sc: Vec<f32> = (0..dirs)
             .flat_map(|d| std::iter::repeat_n(scales[0][d], g))
             .collect();
@@ -588,7 +595,7 @@ impl StoredQLstm {
             wkey.as_ref().map(|(c, n)| (*c, n.as_str())),
             input,
             dirs * g,
-            &wcat,
+            wcat,
             &w_sc,
             &w_zp,
         )?;
@@ -600,7 +607,7 @@ impl StoredQLstm {
                 rkey.as_ref().map(|(c, n)| (*c, n.as_str())),
                 hidden,
                 g,
-                &r[d * hidden * g..(d + 1) * hidden * g],
+                || Cow::Borrowed(&r[d * hidden * g..(d + 1) * hidden * g]),
                 &[scales[1][d]],
                 &[zeros[1][d]],
             )?);
@@ -877,7 +884,7 @@ mod tests {
         let stored = StoredQLinear {
             k,
             n,
-            weight,
+            weight: weight.into(),
             w_scale: (0..n).map(|i| 0.01 + i as f32 * 1e-3).collect(),
             w_zero: vec![0; n],
             bias: Some((0..n).map(|i| i as f32 * 0.1).collect()),
@@ -906,8 +913,8 @@ mod tests {
             input,
             hidden,
             dirs,
-            w: wave(dirs * input * g, 37),
-            r: wave(dirs * hidden * g, 53),
+            w: wave(dirs * input * g, 37).into(),
+            r: wave(dirs * hidden * g, 53).into(),
             b: (0..dirs * 2 * g)
                 .map(|i| ((i % 11) as f32 - 5.0) * 0.05)
                 .collect(),
