@@ -1523,6 +1523,13 @@ impl Dense<'_> {
         let mut rows = [[[0i32; FRAMES]; MR]; BG];
         let groups = self.tap_off.len();
         let wslot = cbs * groups * MR * 4 * 2;
+        // Bytes between the reads of consecutive groups (and, past the
+        // last group, channel blocks): a GEMM call's reads are one run.
+        let row = 2 * winograd::ROW;
+        assert!(
+            self.cb_stride == groups * row
+                && self.tap_off.iter().enumerate().all(|(g, &o)| o == g * row)
+        );
         let blocks = p.c_out.div_ceil(MR);
         let vb: &[u8] = winograd::bytes_of(v);
         let max_off = self.tap_off.iter().max().copied().unwrap_or(0);
@@ -1534,16 +1541,11 @@ impl Dense<'_> {
                     let x = &vb[2 * geo.row_at(slot, r0)..];
                     // Whole 8-tile vectors of every channel block and group stay inside `v`.
                     assert!(x.len() >= (cbs - 1) * self.cb_stride + max_off + 8 * UQ);
+                    // Every channel block and group of the slot: one run
+                    // of `cbs·groups` steps, a group's row apart.
                     for (bi, acc) in acc.iter_mut().take(nb).enumerate() {
                         let w = &self.packed[(slot * blocks + b0 + bi) * wslot..][..wslot];
-                        tile_wide::<true, N>(
-                            x,
-                            w,
-                            cbs,
-                            self.cb_stride,
-                            self.tap_off,
-                            &mut acc[slot],
-                        );
+                        tile_run::<N>(x, w, cbs * groups, row, &mut acc[slot]);
                     }
                 }
                 for (bi, (acc, rows)) in acc.iter().zip(rows.iter_mut()).take(nb).enumerate() {
@@ -1812,6 +1814,27 @@ fn tile_wide<const I16: bool, const N: usize>(
     }
 }
 
+/// As [`tile_wide`] on i16 inputs for `steps` channel-block/tap steps
+/// `stride` bytes apart (one offset each): the Winograd GEMM's reads.
+fn tile_run<const N: usize>(
+    x: &[u8],
+    w: &[i8],
+    steps: usize,
+    stride: usize,
+    acc: &mut [[i32; N]; MR],
+) {
+    assert!(w.len() >= steps * MR * 4 * 2 && N.is_multiple_of(8));
+    assert!(steps == 0 || x.len() >= (steps - 1) * stride + 8 * N);
+    #[cfg(target_arch = "x86_64")]
+    if cpu::features().avx2_fma {
+        // SAFETY: AVX2 was detected; the reads of every step stay inside
+        // `x` and `w` (asserted above).
+        unsafe { x86::tile_avx2_run::<N>(x.as_ptr(), w.as_ptr(), steps, stride, acc) };
+        return;
+    }
+    tile_wide::<true, N>(x, w, steps, stride, &[0], acc);
+}
+
 /// `DynamicQuantizeLinear` of `x` into `dst` in fixed parallel chunks; equals
 /// [`quantize_activations`] bit for bit (min/max and the per-element formula are exact).
 fn quantize_into(
@@ -2042,6 +2065,49 @@ mod x86 {
             }
             for r in 0..MR {
                 // Per 128-bit lane [t0 t1 t4 t5 | t2 t3 t6 t7] → frame order.
+                let s = _mm256_hadd_epi32(lo[r], hi[r]);
+                let s = _mm256_permute4x64_epi64::<0b11_01_10_00>(s);
+                _mm256_storeu_si256(acc[r].as_mut_ptr().add(t) as *mut _, s);
+            }
+            t += 8;
+        }
+    }
+
+    /// As [`tile_avx2`] on i16 inputs read as one run: step `i` reads
+    /// `x + i·stride` and the next `MR·4` weights (the Winograd route lays
+    /// every channel block and tap group of a GEMM call out so): one
+    /// pointer increment a step, no offset table.
+    ///
+    /// # Safety
+    /// Needs AVX2; `x + i·stride + 16·N` must be readable for `i < steps`,
+    /// and `w` must hold `steps·MR·4` i16 weights.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn tile_avx2_run<const N: usize>(
+        x: *const u8,
+        w: *const i8,
+        steps: usize,
+        stride: usize,
+        acc: &mut [[i32; N]; MR],
+    ) {
+        let mut t = 0;
+        while t < N {
+            let mut lo = [_mm256_setzero_si256(); MR];
+            let mut hi = [_mm256_setzero_si256(); MR];
+            let (mut xr, mut wp) = (x.wrapping_add(8 * t), w);
+            for _ in 0..steps {
+                let xl = _mm256_loadu_si256(xr as *const _);
+                let xh = _mm256_loadu_si256(xr.wrapping_add(32) as *const _);
+                #[allow(clippy::needless_range_loop)]
+                for r in 0..MR {
+                    let w4 = (wp.wrapping_add(8 * r) as *const i64).read_unaligned();
+                    let wv = _mm256_set1_epi64x(w4);
+                    lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(xl, wv));
+                    hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(xh, wv));
+                }
+                xr = xr.wrapping_add(stride);
+                wp = wp.wrapping_add(8 * MR);
+            }
+            for r in 0..MR {
                 let s = _mm256_hadd_epi32(lo[r], hi[r]);
                 let s = _mm256_permute4x64_epi64::<0b11_01_10_00>(s);
                 _mm256_storeu_si256(acc[r].as_mut_ptr().add(t) as *mut _, s);
