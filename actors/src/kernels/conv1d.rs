@@ -320,6 +320,13 @@ struct Scratch {
 }
 
 impl Conv1dWorkspace {
+    /// Swap the padded-input buffer with `buf`: a caller holding a buffer
+    /// that is dead during [`Conv1d::forward`] lends it (and takes it back
+    /// with a second swap), so the two never both hold a long tensor.
+    pub fn swap_padded(&mut self, buf: &mut Vec<f32>) {
+        std::mem::swap(&mut self.xpad, buf);
+    }
+
     /// Floats held (sizing reports).
     pub fn floats(&self) -> usize {
         self.xpad.len()

@@ -194,6 +194,14 @@ pub struct ConvTranspose1dWorkspace {
 }
 
 impl ConvTranspose1dWorkspace {
+    /// Swap the polyphase route's phase outputs with `buf`: a caller
+    /// holding a buffer that is dead during [`ConvTranspose1d::forward`]
+    /// lends it (and takes it back with a second swap), so the two never
+    /// both hold a long tensor.
+    pub fn swap_phases(&mut self, buf: &mut Vec<f32>) {
+        std::mem::swap(&mut self.phases, buf);
+    }
+
     /// Floats held (sizing reports).
     pub fn floats(&self) -> usize {
         self.cols.len() + self.xin.len() + self.phases.len() + self.conv.floats()

@@ -313,13 +313,18 @@ impl Generator {
             let tu = up.params().out_len(tx)?;
             let cu = self.ups_ch[stage];
             grow(&mut ws.tmp, cu * tu);
-            up.forward(
+            // `acc` is dead until the noise branch: the upsampler's phase
+            // outputs use it (one full-length tensor fewer at the peak).
+            ws.ct.swap_phases(&mut ws.acc);
+            let up_done = up.forward(
                 pool,
                 &ws.x[..c * tx],
                 tx,
                 &mut ws.tmp[..cu * tu],
                 &mut ws.ct,
-            )?;
+            );
+            ws.ct.swap_phases(&mut ws.acc);
+            up_done?;
             // Stage 1: reflection pad (1, 0) → tu + 1 frames.
             let tp = if stage == 1 { tu + 1 } else { tu };
             grow(&mut ws.x, cu * tp);
@@ -394,8 +399,13 @@ impl Generator {
         }
         // Post: LeakyReLU 0.01 → conv_post → iSTFT.
         par_leaky_relu(pool, &mut ws.x[..c * tx], 0.01)?;
-        self.conv_post
-            .forward(pool, &ws.x[..c * tx], tx, conv_post, &mut ws.conv)?;
+        // `tmp` is dead here: conv_post pads its input into it.
+        ws.conv.swap_padded(&mut ws.tmp);
+        let post_done = self
+            .conv_post
+            .forward(pool, &ws.x[..c * tx], tx, conv_post, &mut ws.conv);
+        ws.conv.swap_padded(&mut ws.tmp);
+        post_done?;
         self.istft
             .forward(pool, conv_post, ts, audio, &mut ws.istft)?;
         lap(&mut times.post);
