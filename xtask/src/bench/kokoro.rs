@@ -37,6 +37,9 @@ pub(super) const VOICE: &str = "jf_alpha";
 const TARGET_SPEEDUP: f64 = 2.0;
 const TARGET_FIRST_MS_1: f64 = 250.0;
 const TARGET_FIRST_MS: f64 = 150.0;
+/// A whole `voxlane speak` process for the short sentence at least this
+/// many times faster than onnxruntime's synthesis of it alone.
+const TARGET_SPEAK: f64 = 2.0;
 
 fn target_first_ms(threads: usize) -> f64 {
     if threads <= 1 {
@@ -284,6 +287,7 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
     std::fs::create_dir_all(&tmp).map_err(err)?;
     let script = tmp.join("kokoro_ort.py");
     std::fs::write(&script, ORT_SCRIPT).map_err(err)?;
+    let speak_bin = voxlane_binary(&exe);
     let mut rows = Vec::new();
     for &t in &opts.threads {
         let job = tmp.join(format!("job-{t}.json"));
@@ -313,6 +317,10 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
         } else {
             None
         };
+        let mut ours = ours;
+        if let Some(bin) = &speak_bin {
+            ours["speak_process_ms"] = json!(time_speak(bin, t, &tmp.join("speak.wav"))?);
+        }
         eprintln!("kokoro threads {t}: voxlane {ours}");
         if let Some(o) = &theirs {
             eprintln!("kokoro threads {t}: onnxruntime {o}");
@@ -321,6 +329,64 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
     }
     std::fs::remove_dir_all(&tmp).ok();
     report(opts, &vxw, &rows, ort)
+}
+
+/// The `voxlane` binary beside this xtask, built (same profile) so it is
+/// current; `None`, with a note, where it cannot be built.
+fn voxlane_binary(xtask: &Path) -> Option<PathBuf> {
+    let release = xtask
+        .parent()
+        .is_some_and(|d| d.file_name().is_some_and(|n| n == "release"));
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build.args(["build", "-q", "-p", "voxlane-machines", "--bin", "voxlane"]);
+    if release {
+        build.arg("--release");
+    }
+    let bin = xtask.with_file_name(format!("voxlane{}", std::env::consts::EXE_SUFFIX));
+    match build.status() {
+        Ok(s) if s.success() && bin.exists() => Some(bin),
+        other => {
+            eprintln!("voxlane binary not built ({other:?}): the speak-process column is skipped");
+            None
+        }
+    }
+}
+
+/// Wall time (ms) of a whole `voxlane speak` process for the short sentence
+/// at `threads`, start to WAV written: the best of three after a warm-up.
+fn time_speak(bin: &Path, threads: usize, wav: &Path) -> Result<f64, String> {
+    let mut best = f64::INFINITY;
+    for run in 0..4 {
+        std::fs::remove_file(wav).ok();
+        let t0 = Instant::now();
+        let out = Command::new(bin)
+            .args([
+                "speak",
+                "--threads",
+                &threads.to_string(),
+                "--voice",
+                VOICE,
+                "-o",
+            ])
+            .arg(wav)
+            .arg(SHORT)
+            .output()
+            .map_err(|e| format!("voxlane speak: {e}"))?;
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        let bytes = std::fs::metadata(wav).map_or(0, |m| m.len());
+        if !out.status.success() || bytes < 24_000 {
+            return Err(format!(
+                "voxlane speak failed ({} bytes written): {}",
+                bytes,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        if run > 0 {
+            best = best.min(ms);
+        }
+    }
+    Ok(best)
 }
 
 fn report(
@@ -333,10 +399,11 @@ fn report(
         "## voxlane bench: kokoro\n\nModel `{}`, voice {VOICE}, speed 1.0. RTF = synthesis seconds / audio seconds \
          on a {}-word paragraph (model time only, phonemization excluded, best of the runs); first audio = \
          text to the first streamed window (0.4 s of audio, `StreamShape::EARLY`) of a 10-word sentence (\"{SHORT}\"), phonemization (libespeak-ng in process) included, best of three times the runs; onnxruntime has no streaming, its first audio is the whole sentence, model time only. \
-         onnxruntime: {} (on the ONNX export the weight file was converted from). Load: `KokoroTts::open` of the weight file with its bind cache, as `voxlane speak` loads it. The phonemizer column is its first call, which loads espeak-ng's dictionaries (later calls take well under a millisecond).\n\nTargets: RTF ≤ 1/{TARGET_SPEEDUP} of onnxruntime's at the same threads, first audio ≤ {TARGET_FIRST_MS_1} ms at 1 thread and ≤ {TARGET_FIRST_MS} ms at 2 or more, \
-         peak RSS ≤ {TARGET_RSS_MB} MB.\n\n\
-         | threads | route | voxlane RTF | onnxruntime RTF | speed-up | first audio ms | onnxruntime first ms | phonemizer first call ms | peak RSS MB | onnxruntime RSS MB | load s |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|\n",
+         onnxruntime: {} (on the ONNX export the weight file was converted from). Load: `KokoroTts::open` of the weight file with its bind cache, as `voxlane speak` loads it. The phonemizer column is its first call, which loads espeak-ng's dictionaries (later calls take well under a millisecond). \
+         Speak process: wall time of a whole `voxlane speak` process for the 10-word sentence (start to WAV written: load with the bind cache, phonemization, synthesis, WAV), best of three after a warm-up, beside onnxruntime's synthesis of the sentence alone.\n\nTargets: RTF ≤ 1/{TARGET_SPEEDUP} of onnxruntime's at the same threads, first audio ≤ {TARGET_FIRST_MS_1} ms at 1 thread and ≤ {TARGET_FIRST_MS} ms at 2 or more, \
+         peak RSS ≤ {TARGET_RSS_MB} MB, speak process ≥ {TARGET_SPEAK}× faster than onnxruntime's synthesis.\n\n\
+         | threads | route | voxlane RTF | onnxruntime RTF | speed-up | first audio ms | onnxruntime first ms | speak process ms | phonemizer first call ms | peak RSS MB | onnxruntime RSS MB | load s |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
         model.display(),
         LONG.split_whitespace().count(),
         if ort { "measured in this run, same model, chunks and style rows, intra-op threads = threads" } else { "not installed (pip install onnxruntime numpy), not measured" }
@@ -348,8 +415,18 @@ fn report(
         let r = theirs.as_ref().map(side).transpose()?;
         let speedup = r.map(|r| r.rtf / o.rtf);
         let mark = |ok: bool| if ok { "✓" } else { "✗" };
+        let speak_ms = ours["speak_process_ms"].as_f64();
+        let speak_x = speak_ms.zip(r).map(|(ms, r)| r.first_ms / ms);
+        let speak = match (speak_ms, speak_x) {
+            (Some(ms), Some(x)) => format!(
+                "{ms:.0} ({x:.1}× ≥ {TARGET_SPEAK} {})",
+                mark(x >= TARGET_SPEAK)
+            ),
+            (Some(ms), None) => format!("{ms:.0}"),
+            _ => "—".into(),
+        };
         md += &format!(
-            "| {t} | {route} | {:.3} | {} | {} | {:.0} {} | {} | {:.0} | {:.0} {} | {} | {:.2} |\n",
+            "| {t} | {route} | {:.3} | {} | {} | {:.0} {} | {} | {speak} | {:.0} | {:.0} {} | {} | {:.2} |\n",
             o.rtf,
             r.map_or("—".into(), |r| format!("{:.3}", r.rtf)),
             speedup.map_or("—".into(), |s| format!(
@@ -369,7 +446,8 @@ fn report(
             "threads": t, "route": route, "voxlane": ours, "onnxruntime": theirs,
             "voxlane_rtf": o.rtf, "onnxruntime_rtf": r.map(|r| r.rtf), "speedup": speedup,
             "first_audio_ms": o.first_ms, "peak_rss_mb": o.rss_mb,
-            "targets": {"speedup": TARGET_SPEEDUP, "first_audio_ms": target_first_ms(*t), "peak_rss_mb": TARGET_RSS_MB},
+            "speak_process_ms": speak_ms, "speak_vs_onnxruntime": speak_x,
+            "targets": {"speedup": TARGET_SPEEDUP, "first_audio_ms": target_first_ms(*t), "peak_rss_mb": TARGET_RSS_MB, "speak_vs_onnxruntime": TARGET_SPEAK},
         }));
     }
     md += &stage_table(rows);
