@@ -1193,10 +1193,6 @@ impl Conv1dInt8 {
             winograd::pack_phases(&geo, xpad, p.c_in, tp, cb, dst)
         })?;
         self.column_sums(pool, xpad, &mut ps.colsum, tp)?;
-        let groups = winograd::groups(p.kernel);
-        for (g, off) in ps.tap_off[..groups].iter_mut().enumerate() {
-            *off = 2 * geo.group_offset(g);
-        }
         let blocks = p.c_out.div_ceil(MR);
         let phases = &ps.phases[..geo.phase_len()];
         let ctx = Dense {
@@ -1206,8 +1202,10 @@ impl Conv1dInt8 {
             // The units carry their inputs (a tail tap's rows too).
             xpack: &[],
             colsum: if self.any_zero { &ps.colsum[..tp] } else { &[] },
-            tap_off: &ps.tap_off[..groups],
-            cb_stride: 2 * geo.cb_stride(),
+            // The Winograd GEMM reads one run per slot and phase (see
+            // `winograd_rows`): no tap offsets or channel-block stride.
+            tap_off: &[],
+            cb_stride: 0,
             tp,
             t_out,
             zx: zx as i32,
@@ -1521,18 +1519,13 @@ impl Dense<'_> {
         let tail_at = winograd::tail_offset(p.c_out, MR, cbs, k);
         let wt = cbs * MR * 4 * 2;
         let mut rows = [[[0i32; FRAMES]; MR]; BG];
-        let groups = self.tap_off.len();
+        let groups = winograd::groups(k);
         let wslot = cbs * groups * MR * 4 * 2;
         // Bytes between the reads of consecutive groups (and, past the
         // last group, channel blocks): a GEMM call's reads are one run.
         let row = 2 * winograd::ROW;
-        assert!(
-            self.cb_stride == groups * row
-                && self.tap_off.iter().enumerate().all(|(g, &o)| o == g * row)
-        );
         let blocks = p.c_out.div_ceil(MR);
         let vb: &[u8] = winograd::bytes_of(v);
-        let max_off = self.tap_off.iter().max().copied().unwrap_or(0);
         let mut b0 = block_range.start;
         while b0 < block_range.end {
             let nb = BG.min(block_range.end - b0);
@@ -1540,7 +1533,7 @@ impl Dense<'_> {
                 for slot in 0..winograd::SLOTS {
                     let x = &vb[2 * geo.row_at(slot, r0)..];
                     // Whole 8-tile vectors of every channel block and group stay inside `v`.
-                    assert!(x.len() >= (cbs - 1) * self.cb_stride + max_off + 8 * UQ);
+                    assert!(x.len() >= (cbs * groups - 1) * row + 8 * UQ);
                     // Every channel block and group of the slot: one run
                     // of `cbs·groups` steps, a group's row apart.
                     for (bi, acc) in acc.iter_mut().take(nb).enumerate() {

@@ -320,16 +320,6 @@ impl Geometry {
     pub fn phase_at(&self, r0: usize, c: usize, q: usize) -> usize {
         ((r0 * 4 + c) * self.pq + q) * 4
     }
-
-    /// Offset (i16) of group `g`'s reads from its channel block's start.
-    pub fn group_offset(&self, g: usize) -> usize {
-        g * ROW
-    }
-
-    /// Offset (i16) between channel blocks in a GEMM call's reads.
-    pub fn cb_stride(&self) -> usize {
-        self.rhos * ROW
-    }
 }
 
 /// Fill channel block `cb`'s phases (`dst`, `phase_len / cbs` bytes) from
