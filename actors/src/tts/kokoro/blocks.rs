@@ -369,7 +369,6 @@ pub struct AdaInResBlock1 {
 #[derive(Debug, Default)]
 pub struct ResBlock1Workspace {
     xt: Vec<f32>,
-    y: Vec<f32>,
     gb: Vec<f32>,
     gb2: Vec<f32>,
     /// Shared with the generator's noise convs (one set of int8 buffers).
@@ -445,7 +444,7 @@ impl AdaInResBlock1 {
     ///
     /// Per branch: `xt = snake(adain1(x))` row by row (with the range for its
     /// quantization), `conv1`, whose dequantized rows go straight through
-    /// `adain2` and the second Snake, `conv2`, whose dequantized rows are added
+    /// `adain2` and the second Snake (over `xt`), `conv2`, whose dequantized rows are added
     /// onto `x`: three passes over the activations besides the convs.
     pub fn forward(
         &self,
@@ -461,7 +460,6 @@ impl AdaInResBlock1 {
             return Ok(());
         }
         grow(&mut ws.xt, c * t);
-        grow(&mut ws.y, c * t);
         grow(&mut ws.gb, 2 * c);
         grow(&mut ws.gb2, 2 * c);
         for b in &self.branches {
@@ -491,19 +489,19 @@ impl AdaInResBlock1 {
             };
             // xt = snake(adain1(x)).
             let r1 = adain_on_lanes(pool, x, &mut ws.xt[..c * t], t, p1)?;
-            // y = snake(adain2(conv1(xt))), finished row by row.
-            let r2 = b.conv1.forward_then(
+            // y = snake(adain2(conv1(xt))), finished row by row, over `xt`
+            // (the conv reads it only to quantize it).
+            let r2 = b.conv1.forward_then_in_place(
                 pool,
-                &ws.xt[..c * t],
+                &mut ws.xt[..c * t],
                 t,
                 Some(r1),
-                &mut ws.y[..c * t],
                 &mut ws.qconv,
                 |row, co| adain_rows(row, t, p2.rows(co, 1)),
             )?;
             // x += conv2(y), dequantized in the conv's epilogue.
             b.conv2
-                .forward_add(pool, &ws.y[..c * t], t, Some(r2), x, &mut ws.qconv)?;
+                .forward_add(pool, &ws.xt[..c * t], t, Some(r2), x, &mut ws.qconv)?;
         }
         Ok(())
     }

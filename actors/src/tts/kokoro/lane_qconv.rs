@@ -168,6 +168,38 @@ impl LaneQConv {
         rows_on_lanes(pool, out, self.params.out_len(t_in)?, finish)
     }
 
+    /// As [`LaneQConv::forward_then`] with the output written over the
+    /// input, for a conv that keeps the shape (`c_out = c_in`, `t_out =
+    /// t_in`): the input is read only to quantize it, so a resblock needs
+    /// one full-length buffer fewer. The same bits.
+    pub fn forward_then_in_place<F>(
+        &self,
+        pool: &impl Fork,
+        buf: &mut [f32],
+        t_in: usize,
+        range: Option<[f32; 2]>,
+        ws: &mut LaneQConvWorkspace,
+        finish: F,
+    ) -> Result<[f32; 2], KokoroError>
+    where
+        F: Fn(&mut [f32], usize) -> [f32; 2] + Sync,
+    {
+        let p = &self.params;
+        if p.c_out != p.c_in || p.out_len(t_in)? != t_in {
+            return Err(KokoroError::Input(format!(
+                "an in-place conv keeps its shape: {} → {} channels, {t_in} → {} frames",
+                p.c_in,
+                p.c_out,
+                p.out_len(t_in)?
+            )));
+        }
+        let Some(aq) = self.quantize_input(pool, buf, t_in, range, buf.len(), ws)? else {
+            return Ok([0.0, 0.0]);
+        };
+        self.integer_into(pool, aq, t_in, buf, false, ws)?;
+        rows_on_lanes(pool, buf, t_in, finish)
+    }
+
     /// Quantize `x`, then the integer conv dequantized (or added, `add`) into `out`.
     #[allow(clippy::too_many_arguments)]
     fn dequantized(
@@ -183,6 +215,20 @@ impl LaneQConv {
         let Some(aq) = self.quantize_input(pool, x, t_in, range, out.len(), ws)? else {
             return Ok(());
         };
+        self.integer_into(pool, aq, t_in, out, add, ws)
+    }
+
+    /// The integer conv of the input quantized into `ws.xq` (with `aq`),
+    /// dequantized (or added, `add`) into `out`.
+    fn integer_into(
+        &self,
+        pool: &impl Fork,
+        aq: ActivationQuant,
+        t_in: usize,
+        out: &mut [f32],
+        add: bool,
+        ws: &mut LaneQConvWorkspace,
+    ) -> Result<(), KokoroError> {
         let s = aq.scale * self.w_scale;
         ws.bias_q.clear();
         ws.bias_q
@@ -385,6 +431,21 @@ mod tests {
                     .expect("forward_then");
                 assert_eq!(bits(&got), bits(&want_then), "then: {case}");
                 assert_eq!(r_got, r_want, "then range: {case}");
+                // Over its own input, where the conv keeps the shape;
+                // refused where it does not.
+                let mut buf = x.clone();
+                let in_place =
+                    conv.forward_then_in_place(&pool, &mut buf, t, None, &mut ws, square);
+                if c_in == c_out {
+                    assert_eq!(
+                        in_place.expect("in place"),
+                        r_want,
+                        "in place range: {case}"
+                    );
+                    assert_eq!(bits(&buf), bits(&want_then), "in place: {case}");
+                } else {
+                    assert!(matches!(in_place, Err(KokoroError::Input(_))), "{case}");
+                }
             }
         }
     }
