@@ -2045,24 +2045,55 @@ mod x86 {
                             _mm256_cvtepu8_epi16(_mm_loadu_si128(xr.wrapping_add(16) as *const _)),
                         )
                     };
-                    #[allow(clippy::needless_range_loop)]
-                    for r in 0..MR {
-                        // Four i16 weights, the same in every 64-bit lane.
-                        let w4 = (wp.wrapping_add(8 * r) as *const i64).read_unaligned();
-                        let wv = _mm256_set1_epi64x(w4);
-                        lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(xl, wv));
-                        hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(xh, wv));
-                    }
+                    madd_step(xl, xh, wp, &mut lo, &mut hi);
                     wp = wp.wrapping_add(8 * MR);
                 }
             }
-            for r in 0..MR {
-                // Per 128-bit lane [t0 t1 t4 t5 | t2 t3 t6 t7] → frame order.
-                let s = _mm256_hadd_epi32(lo[r], hi[r]);
-                let s = _mm256_permute4x64_epi64::<0b11_01_10_00>(s);
-                _mm256_storeu_si256(acc[r].as_mut_ptr().add(t) as *mut _, s);
-            }
+            store_frames(&lo, &hi, acc, t);
             t += 8;
+        }
+    }
+
+    /// One step of the AVX2 tiles: `MR` rows of four i16 weights (the same
+    /// in every 64-bit lane) times both 4-frame input vectors, summed in.
+    ///
+    /// # Safety
+    /// Needs AVX2; `wp` must hold `MR·4` i16 weights.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn madd_step(
+        xl: __m256i,
+        xh: __m256i,
+        wp: *const i8,
+        lo: &mut [__m256i; MR],
+        hi: &mut [__m256i; MR],
+    ) {
+        #[allow(clippy::needless_range_loop)]
+        for r in 0..MR {
+            let w4 = (wp.wrapping_add(8 * r) as *const i64).read_unaligned();
+            let wv = _mm256_set1_epi64x(w4);
+            lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(xl, wv));
+            hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(xh, wv));
+        }
+    }
+
+    /// The AVX2 tiles' sums of frames `t..t + 8` into `acc` in frame order
+    /// (per 128-bit lane they hold `[t0 t1 t4 t5 | t2 t3 t6 t7]`).
+    ///
+    /// # Safety
+    /// Needs AVX2; `t + 8 ≤ N`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn store_frames<const N: usize>(
+        lo: &[__m256i; MR],
+        hi: &[__m256i; MR],
+        acc: &mut [[i32; N]; MR],
+        t: usize,
+    ) {
+        for r in 0..MR {
+            let s = _mm256_hadd_epi32(lo[r], hi[r]);
+            let s = _mm256_permute4x64_epi64::<0b11_01_10_00>(s);
+            _mm256_storeu_si256(acc[r].as_mut_ptr().add(t) as *mut _, s);
         }
     }
 
@@ -2090,21 +2121,11 @@ mod x86 {
             for _ in 0..steps {
                 let xl = _mm256_loadu_si256(xr as *const _);
                 let xh = _mm256_loadu_si256(xr.wrapping_add(32) as *const _);
-                #[allow(clippy::needless_range_loop)]
-                for r in 0..MR {
-                    let w4 = (wp.wrapping_add(8 * r) as *const i64).read_unaligned();
-                    let wv = _mm256_set1_epi64x(w4);
-                    lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(xl, wv));
-                    hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(xh, wv));
-                }
+                madd_step(xl, xh, wp, &mut lo, &mut hi);
                 xr = xr.wrapping_add(stride);
                 wp = wp.wrapping_add(8 * MR);
             }
-            for r in 0..MR {
-                let s = _mm256_hadd_epi32(lo[r], hi[r]);
-                let s = _mm256_permute4x64_epi64::<0b11_01_10_00>(s);
-                _mm256_storeu_si256(acc[r].as_mut_ptr().add(t) as *mut _, s);
-            }
+            store_frames(&lo, &hi, acc, t);
             t += 8;
         }
     }

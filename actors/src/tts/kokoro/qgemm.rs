@@ -191,6 +191,18 @@ fn amx_available() -> bool {
     QRoute::best() == QRoute::Vnni && f.amx_int8
 }
 
+/// A packing's padding on `route`: whether GEMMs may take AMX tiles, K
+/// padded (to 64 bytes for AMX steps, else to 4) and N padded to the chunk.
+fn padded_dims(route: QRoute, k: usize, n: usize) -> (bool, usize, usize) {
+    let amx = route == QRoute::Vnni && amx_available();
+    let kq = if amx {
+        k.div_ceil(64) * 64
+    } else {
+        k.div_ceil(4) * 4
+    };
+    (amx, kq, n.div_ceil(CHUNK_COLS) * CHUNK_COLS)
+}
+
 /// Whether this CPU has a SIMD route for packed int8 weights (else the
 /// dot-product kernel of [`crate::kernels::matmul`] is used).
 pub fn available() -> bool {
@@ -239,14 +251,7 @@ impl PackedInt8 {
         per(scale.len(), "qgemm scales")?;
         per(zero.len(), "qgemm zero points")?;
         let at = |v: usize, i: usize| if v == 1 { 0 } else { i };
-        // AMX steps take 64 bytes of K: pad K for them where they may run.
-        let amx = route == QRoute::Vnni && amx_available();
-        let kq = if amx {
-            k.div_ceil(64) * 64
-        } else {
-            k.div_ceil(4) * 4
-        };
-        let np = n.div_ceil(CHUNK_COLS) * CHUNK_COLS;
+        let (amx, kq, np) = padded_dims(route, k, n);
         // The AVX2 route keeps only its widened copy.
         let mut data = vec![0i8; if route == QRoute::Avx2 { 0 } else { np * kq }];
         let mut col_sums = vec![0i32; n];
@@ -335,13 +340,7 @@ impl PackedInt8 {
         scale: Vec<f32>,
     ) -> Option<Self> {
         let route = QRoute::best();
-        let amx = route == QRoute::Vnni && amx_available();
-        let kq = if amx {
-            k.div_ceil(64) * 64
-        } else {
-            k.div_ceil(4) * 4
-        };
-        let np = n.div_ceil(CHUNK_COLS) * CHUNK_COLS;
+        let (amx, kq, np) = padded_dims(route, k, n);
         let (want_data, want_wide) = if route == QRoute::Avx2 {
             (0, np * kq)
         } else {
