@@ -147,6 +147,9 @@ impl BindCache {
             return Ok(p);
         }
         let p = pack()?;
+        if !self.recording() {
+            return Ok(p);
+        }
         let c = p.cached();
         let bytes = |v: &[i32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
         let (col_sums, kzc, zero) = (bytes(c.col_sums), bytes(c.kzc), bytes(c.zero));
@@ -183,12 +186,18 @@ impl BindCache {
             .filter(|e| e.shape == [params.c_in, params.c_out, params.kernel, params.stride])
             .and_then(|e| e.part("packed")?.data.cast::<f32>().ok())
             .and_then(|w| ConvTranspose1d::with_packed_phases(params, w, bias).ok());
-        self.bound(cached.is_some());
         if let Some(c) = cached {
+            self.bound(true);
             return Ok(c);
         }
         let conv = bind()?;
-        if let Some(w) = conv.packed_phases() {
+        // A conv off the polyphase route has nothing to cache (and so
+        // leaves a mapped cache whole).
+        let Some(w) = conv.packed_phases() else {
+            return Ok(conv);
+        };
+        self.bound(false);
+        if self.recording() {
             let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
             self.push(
                 name,
@@ -202,6 +211,11 @@ impl BindCache {
             );
         }
         Ok(conv)
+    }
+
+    /// Whether a cache is being written (so packings are worth serializing).
+    fn recording(&self) -> bool {
+        self.writer.borrow().is_some()
     }
 
     /// The mapped cache's entry `name` if its format is `format`.
