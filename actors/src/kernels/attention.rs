@@ -368,9 +368,11 @@ pub fn attention_step(
                 // SAFETY: head h of row i is written by this range alone.
                 let o = unsafe { dst.range_mut(i * width + h * d, d) };
                 o.fill(0.0);
-                for (j, &wgt) in sc[..n_keys].iter().enumerate() {
-                    let slot = (lo + j) % cap;
-                    axpy(level, wgt, &hv[slot * d..(slot + 1) * d], o);
+                // The same two runs of ring slots (no division per key).
+                let (w1, w2) = sc[..n_keys].split_at(run1);
+                let runs = hv[first * d..].chunks_exact(d).zip(w1);
+                for (row, &wgt) in runs.chain(hv.chunks_exact(d).zip(w2)) {
+                    axpy(level, wgt, row, o);
                 }
                 let inv = 1.0 / sum;
                 o.iter_mut().for_each(|x| *x *= inv);
@@ -387,6 +389,9 @@ fn axpy(level: SimdLevel, a: f32, x: &[f32], y: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the cache's level is capped at the detected features.
         SimdLevel::Avx512 => unsafe { axpy_avx512(a, x, y) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        SimdLevel::Avx2 => unsafe { axpy_avx2(a, x, y) },
         _ => axpy_plain(a, x, y),
     }
 }
@@ -402,6 +407,14 @@ fn axpy_plain(a: f32, x: &[f32], y: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn axpy_avx512(a: f32, x: &[f32], y: &mut [f32]) {
+    axpy_plain(a, x, y)
+}
+
+/// The same loop compiled for AVX2 (8 lanes; without it the AVX2 route ran
+/// the baseline's SSE2 loop).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn axpy_avx2(a: f32, x: &[f32], y: &mut [f32]) {
     axpy_plain(a, x, y)
 }
 
