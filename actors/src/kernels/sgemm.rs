@@ -139,6 +139,49 @@ struct Operand<P> {
     rs: isize,
 }
 
+/// One call of the crate's generic driver on the microkernels of module
+/// `$kernels` (`$lanes` f32 per register), as its own `gemm_basic` makes it.
+macro_rules! driver {
+    ($simd:expr, $lanes:literal, $kernels:path, $m:expr, $n:expr, $k:expr, $dst:expr, $read:expr, $lhs:expr, $rhs:expr) => {{
+        use $kernels as u;
+        gemm_common::gemm::gemm_basic_generic::<
+            _,
+            f32,
+            $lanes,
+            { u::MR_DIV_N * $lanes },
+            { u::NR },
+            { u::MR_DIV_N },
+            { u::H_M },
+            { u::H_N },
+        >(
+            $simd,
+            $m,
+            $n,
+            $k,
+            $dst.ptr,
+            $dst.cs,
+            $dst.rs,
+            $read,
+            $lhs.ptr,
+            $lhs.cs,
+            $lhs.rs,
+            $rhs.ptr,
+            $rhs.cs,
+            $rhs.rs,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            |a, b, c| a * b + c,
+            &u::UKR,
+            &u::H_UKR,
+            false,
+            gemm::Parallelism::None,
+        )
+    }};
+}
+
 /// Call the gemm crate's kernels for `level`.
 ///
 /// # Safety
@@ -155,11 +198,27 @@ unsafe fn run(
     lhs: Operand<*const f32>,
     rhs: Operand<*const f32>,
 ) {
-    let none = gemm::Parallelism::None;
     if level >= SimdLevel::Avx512 {
         gemm::gemm(
-            m, n, k, dst.ptr, dst.cs, dst.rs, read_dst, lhs.ptr, lhs.cs, lhs.rs, rhs.ptr, rhs.cs,
-            rhs.rs, 1.0, 1.0, false, false, false, none,
+            m,
+            n,
+            k,
+            dst.ptr,
+            dst.cs,
+            dst.rs,
+            read_dst,
+            lhs.ptr,
+            lhs.cs,
+            lhs.rs,
+            rhs.ptr,
+            rhs.cs,
+            rhs.rs,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
         );
         return;
     }
@@ -183,81 +242,33 @@ unsafe fn run(
     #[cfg(target_arch = "x86_64")]
     if level == SimdLevel::Avx2 {
         if let Some(simd) = gemm_common::simd::V3::try_new() {
-            use gemm_f32::microkernel::fma::f32 as u;
-            gemm_common::gemm::gemm_basic_generic::<
-                _,
-                f32,
-                8,
-                { u::MR_DIV_N * 8 },
-                { u::NR },
-                { u::MR_DIV_N },
-                { u::H_M },
-                { u::H_N },
-            >(
+            return driver!(
                 simd,
+                8,
+                gemm_f32::microkernel::fma::f32,
                 m,
                 n,
                 k,
-                dst.ptr,
-                dst.cs,
-                dst.rs,
+                dst,
                 read_dst,
-                lhs.ptr,
-                lhs.cs,
-                lhs.rs,
-                rhs.ptr,
-                rhs.cs,
-                rhs.rs,
-                1.0,
-                1.0,
-                false,
-                false,
-                false,
-                |a, b, c| a * b + c,
-                &u::UKR,
-                &u::H_UKR,
-                false,
-                none,
+                lhs,
+                rhs
             );
-            return;
         }
     }
-    use gemm_f32::microkernel::scalar::f32 as u;
-    gemm_common::gemm::gemm_basic_generic::<
-        _,
-        f32,
+    let scalar = gemm_common::simd::Scalar;
+    driver!(
+        scalar,
         1,
-        { u::MR_DIV_N },
-        { u::NR },
-        { u::MR_DIV_N },
-        { u::H_M },
-        { u::H_N },
-    >(
-        gemm_common::simd::Scalar,
+        gemm_f32::microkernel::scalar::f32,
         m,
         n,
         k,
-        dst.ptr,
-        dst.cs,
-        dst.rs,
+        dst,
         read_dst,
-        lhs.ptr,
-        lhs.cs,
-        lhs.rs,
-        rhs.ptr,
-        rhs.cs,
-        rhs.rs,
-        1.0,
-        1.0,
-        false,
-        false,
-        false,
-        |a, b, c| a * b + c,
-        &u::UKR,
-        &u::H_UKR,
-        false,
-        none,
-    );
+        lhs,
+        rhs
+    )
 }
 
 /// Readable reference for [`sgemm`], used by tests.
