@@ -308,8 +308,8 @@ mod tests {
 
     proptest! {
         /// Every level this CPU runs (AVX-512, AVX2 and scalar kernels of
-        /// the gemm crate) against the f64 reference, in both layouts the
-        /// crate distinguishes (a row-major `C` is computed transposed).
+        /// the gemm crate) against the f64 reference: a row-major `C` goes
+        /// through the transposed path, and `n = 1` (`ldc = 1`) the direct one.
         #[test]
         fn matches_reference(m in 1usize..20, n in 1usize..40, k in 1usize..70, acc in any::<bool>(), seed in any::<u64>()) {
             let mut s = seed;
