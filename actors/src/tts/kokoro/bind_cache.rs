@@ -33,7 +33,7 @@ const PHASES_FORMAT: &str = "voxlane.conv_transpose1d/phases-f32";
 
 /// Version of the packed layouts a cache holds: raise it with any change to
 /// how a route packs, so every older cache is rewritten at once.
-pub const PACK_LAYOUT: u32 = 4;
+pub const PACK_LAYOUT: u32 = 5;
 
 /// Where the bind cache of voxlane weight file `model` lives on this CPU's route.
 pub fn cache_path(model: &Path) -> PathBuf {
@@ -135,7 +135,8 @@ impl BindCache {
                 n,
                 [a, b, c],
                 e.part("data")?.data.cast::<i8>().ok()?,
-                e.part("wide")?.data.cast::<i16>().ok()?,
+                e.part("fixes")?.data.cast::<i32>().ok()?,
+                i32s("fix_at")?,
                 i32s("col_sums")?,
                 i32s("kzc")?,
                 i32s("zero")?,
@@ -154,7 +155,7 @@ impl BindCache {
         let bytes = |v: &[i32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
         let (col_sums, kzc, zero) = (bytes(c.col_sums), bytes(c.kzc), bytes(c.zero));
         let scale: Vec<u8> = c.scale.iter().flat_map(|x| x.to_le_bytes()).collect();
-        let wide: Vec<u8> = c.wide.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let (fixes, fix_at) = (bytes(c.fixes), bytes(c.fix_at));
         let part = |name, dtype, bytes| PartRef { name, dtype, bytes };
         self.push(
             name,
@@ -162,7 +163,8 @@ impl BindCache {
             &c.dims,
             &[
                 part("data", DType::I8, bytemuck_i8(c.data)),
-                part("wide", DType::I8, &wide),
+                part("fixes", DType::I32, &fixes),
+                part("fix_at", DType::I32, &fix_at),
                 part("col_sums", DType::I32, &col_sums),
                 part("kzc", DType::I32, &kzc),
                 part("zero", DType::I32, &zero),
@@ -313,7 +315,8 @@ mod tests {
     use crate::kernels::matmul::IntWeights;
 
     /// The packed bytes of every tiles kind this machine can pack, hashed
-    /// (FNV-1a) for [`PACK_LAYOUT`] 4 (unchanged since 3). A cache maps packings written by an
+    /// (FNV-1a) for [`PACK_LAYOUT`] 5 (the convs' unchanged since 3; 5 split
+    /// the AVX2 GEMM's pairs). A cache maps packings written by an
     /// earlier build: when this fails, a packing changed, so raise
     /// `PACK_LAYOUT` (older caches are then rewritten) and record the new hashes.
     #[test]
@@ -325,8 +328,14 @@ mod tests {
             (1, "vector-i8", 0xbdf7a9a76607de63),
             (1, "wide-i16", 0xe0ca3a1db899c146),
         ];
+        // (route, AMX padding, hash) of the int8 GEMM packings.
+        const KNOWN_QGEMM: [(QRoute, bool, u64); 3] = [
+            (QRoute::Vnni, false, 0xa91b628ecc891ed7),
+            (QRoute::AvxVnni, false, 0xa91b628ecc891ed7),
+            (QRoute::Avx2, false, 0x12a87080f15966c),
+        ];
         assert_eq!(
-            PACK_LAYOUT, 4,
+            PACK_LAYOUT, 5,
             "record the hashes of the new layout version"
         );
         let fnv = |bytes: &[u8]| {
@@ -361,6 +370,36 @@ mod tests {
                         prep.tiles
                     ),
                 }
+            }
+        }
+        // Every i8 value in both places of a pair (the AVX2 route's fixes too).
+        let (k, n) = (70, 50);
+        let w: Vec<i8> = (0..k * n)
+            .map(|i| ((i * 131 + 7) % 256) as u8 as i8)
+            .collect();
+        for route in QRoute::available() {
+            if route == QRoute::Reference {
+                continue;
+            }
+            let p = PackedInt8::with_route(k, n, &w, &[0.01], &[3], route).expect("pack");
+            let c = p.cached();
+            let mut bytes = bytemuck_i8(c.data).to_vec();
+            for v in [c.fixes, c.fix_at, c.col_sums, c.kzc] {
+                bytes.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+            }
+            let (got, amx) = (
+                fnv(&bytes),
+                c.dims[2].is_multiple_of(64) && route == QRoute::Vnni,
+            );
+            match KNOWN_QGEMM
+                .iter()
+                .find(|(r, a, _)| *r == route && *a == amx)
+            {
+                Some((_, _, want)) => assert_eq!(
+                    got, *want,
+                    "{route:?} GEMM packing changed (hash {got:#x}): raise PACK_LAYOUT"
+                ),
+                None => eprintln!("{route:?} GEMM (AMX {amx}): no recorded hash"),
             }
         }
     }

@@ -46,9 +46,11 @@ pub struct PackedInt8 {
     scale: Vec<f32>,
     /// The kernel that runs these weights.
     route: QRoute,
-    /// The AVX2 route's weights widened to i16 pairs: `[n/16][kq/2][16][2]`
-    /// (empty on the others).
-    wide: Buf<i16>,
+    /// The AVX2 route's fixes ([`split_pairs`]): `(k, packed column and
+    /// amount)` pairs of i32, chunk by chunk (empty on the others).
+    fixes: Buf<i32>,
+    /// Where each chunk's fixes start in `fixes` (in fixes), one more for the end.
+    fix_at: Vec<i32>,
     /// Whether GEMMs run on AMX tiles (`kq` is then a multiple of 64).
     amx: bool,
 }
@@ -60,10 +62,12 @@ pub struct CachedInt8<'a> {
     pub dims: [usize; 3],
     /// The route it was packed for.
     pub route: QRoute,
-    /// VNNI-layout weights (empty on the AVX2 route).
+    /// VNNI-layout weights (the AVX2 route's split pairs).
     pub data: &'a [i8],
-    /// The AVX2 route's widened weights (empty on the others).
-    pub wide: &'a [i16],
+    /// The AVX2 route's fixes (empty on the others).
+    pub fixes: &'a [i32],
+    /// Where each chunk's fixes start.
+    pub fix_at: &'a [i32],
     /// `Σ_k w[k, n]`.
     pub col_sums: &'a [i32],
     /// The matvec's zero-point correction per column.
@@ -83,8 +87,10 @@ pub enum QRoute {
     Vnni,
     /// AVX-VNNI: 256-bit `vpdpbusd` on the same packing, 8 columns at once.
     AvxVnni,
-    /// AVX2: weights widened to i16 at pack time, one `vpmaddwd` per 8
-    /// columns × 2 K (no widening or shuffle in the loop).
+    /// AVX2: `vpmaddubsw` (u8 × i8, 32 products) then `vpmaddwd` by ones
+    /// on the VNNI packing, exact: each packed weight pair is kept where
+    /// no pair sum saturates i16 and the rest comes back from a short list
+    /// of fixes ([`split_pairs`]).
     Avx2,
     /// The readable tile.
     Reference,
@@ -144,35 +150,43 @@ fn interleave4(rows: [&[i8]; 4], dst: &mut [i8]) {
     }
 }
 
-/// `w [k, n]` as the AVX2 route's `[np/16][kq/2][16][2]` i16 pairs
-/// (`K` pairs of one column adjacent; zeros past `k` and `n`).
-fn widen_pairs(w: &[i8], k: usize, n: usize, kq: usize, np: usize) -> Vec<i16> {
-    let k2 = kq / 2;
-    let mut wide = vec![0i16; np * kq];
-    for (b, block) in wide.chunks_exact_mut(k2 * NB * 2).enumerate() {
-        let cols = (b * NB).min(n)..((b + 1) * NB).min(n);
-        for (q, pair) in block.chunks_exact_mut(NB * 2).enumerate() {
-            if cols.len() == NB && 2 * q + 2 <= k {
-                // Whole pairs of rows of 16 (fixed sizes: vectorizes).
-                let r0: &[i8; NB] = w[2 * q * n + cols.start..][..NB].try_into().expect("16");
-                let r1: &[i8; NB] = w[(2 * q + 1) * n + cols.start..][..NB]
-                    .try_into()
-                    .expect("16");
-                let pair: &mut [i16; 2 * NB] = pair.try_into().expect("32");
-                for j in 0..NB {
-                    pair[2 * j] = i16::from(r0[j]);
-                    pair[2 * j + 1] = i16::from(r1[j]);
-                }
+/// Keep every pair of a packed group (`[16][4]`: K pairs `(0, 1)` and
+/// `(2, 3)` of each column) where `vpmaddubsw` cannot saturate, and list
+/// what was taken off.
+///
+/// A pair's sum `x₀w₀ + x₁w₁` over u8 activations reaches `255·(w₀⁺ + w₁⁺)`
+/// and `−255·(w₀⁻ + w₁⁻)`, so it fits i16 while the positive parts and
+/// the negative parts each sum to at most 128 (mixed signs always do).
+/// Where a same-signed pair exceeds that, its first weight gives up the
+/// excess `c` (|c| ≤ 128), recorded as the fix `(k, column in chunk, c)`:
+/// the dense sums plus `Σ x[k]·c` over the fixes are the true sums.
+fn split_pairs(group: &mut [i8], k4: usize, col0: usize, fixes: &mut Vec<i32>) {
+    for (j, w) in group.chunks_exact_mut(4).enumerate() {
+        for e in [0, 2] {
+            let (a, b) = (i32::from(w[e]), i32::from(w[e + 1]));
+            let excess = if a > 0 && b > 0 && a + b > 128 {
+                a + b - 128
+            } else if a < 0 && b < 0 && a + b < -128 {
+                a + b + 128
+            } else {
                 continue;
-            }
-            for (kk, e) in (2 * q..(2 * q + 2).min(k)).zip(0..) {
-                for (j, &v) in w[kk * n..][cols.clone()].iter().enumerate() {
-                    pair[2 * j + e] = i16::from(v);
-                }
-            }
+            };
+            // |excess| ≤ 128 and a − excess lies between a and −b: i8 both.
+            w[e] = (a - excess) as i8;
+            fixes.push((4 * k4 + e) as i32);
+            fixes.push(pack_fix(col0 + j, excess));
         }
     }
-    wide
+}
+
+/// A fix's column (in its chunk) and amount as one i32 (`column << 9 | c + 256`).
+fn pack_fix(col: usize, c: i32) -> i32 {
+    ((col as i32) << 9) | (c + 256)
+}
+
+/// A fix's column in its chunk and amount, from [`pack_fix`].
+fn unpack_fix(v: i32) -> (usize, i32) {
+    ((v >> 9) as usize, (v & 511) - 256)
 }
 
 /// Scratch of [`PackedInt8::gemm`]: quantized activations and their row sums.
@@ -181,8 +195,6 @@ pub struct QGemmScratch {
     aq: Vec<u8>,
     padded: Vec<u8>,
     sums: Vec<i32>,
-    /// The AVX2 route's activations widened to i16 (pairs read as one i32).
-    wide: Vec<i16>,
 }
 
 /// Whether this CPU runs GEMMs on AMX tiles.
@@ -207,6 +219,21 @@ fn padded_dims(route: QRoute, k: usize, n: usize) -> (bool, usize, usize) {
 /// dot-product kernel of [`crate::kernels::matmul`] is used).
 pub fn available() -> bool {
     QRoute::best() != QRoute::Reference
+}
+
+/// Whether cached fixes fit a packing of `k` rows and `np` padded columns
+/// on `route`: offsets rising from 0 to the list's end, one per chunk and
+/// one more, every fix inside K and its chunk (none but on AVX2).
+fn fixes_whole(fixes: &[i32], fix_at: &[i32], route: QRoute, k: usize, np: usize) -> bool {
+    let ends = fix_at.first() == Some(&0)
+        && fix_at.last().map(|&e| 2 * e as usize) == Some(fixes.len())
+        && fix_at.windows(2).all(|w| w[0] <= w[1])
+        && fix_at.len() == np / CHUNK_COLS + 1;
+    ends && (route == QRoute::Avx2 || fixes.is_empty())
+        && fixes.chunks_exact(2).all(|f| {
+            let (j, c) = unpack_fix(f[1]);
+            (0..k as i32).contains(&f[0]) && j < CHUNK_COLS && (-128..=128).contains(&c)
+        })
 }
 
 impl PackedInt8 {
@@ -252,8 +279,8 @@ impl PackedInt8 {
         per(zero.len(), "qgemm zero points")?;
         let at = |v: usize, i: usize| if v == 1 { 0 } else { i };
         let (amx, kq, np) = padded_dims(route, k, n);
-        // The AVX2 route keeps only its widened copy.
-        let mut data = vec![0i8; if route == QRoute::Avx2 { 0 } else { np * kq }];
+        let mut data = vec![0i8; np * kq];
+        let (mut fixes, mut fix_at) = (Vec::new(), vec![0i32]);
         let mut col_sums = vec![0i32; n];
         for row in w.chunks_exact(n) {
             for (s, &v) in col_sums.iter_mut().zip(row) {
@@ -270,21 +297,22 @@ impl PackedInt8 {
                     let rows: [&[i8]; 4] =
                         std::array::from_fn(|e| &w[(4 * k4 + e) * n + cols.start..][..NB]);
                     interleave4(rows, group);
-                    continue;
-                }
-                for (kk, row) in (4 * k4..(4 * k4 + 4).min(k)).zip(0..) {
-                    let src = &w[kk * n..][cols.clone()];
-                    for (j, &v) in src.iter().enumerate() {
-                        group[j * 4 + row] = v;
+                } else {
+                    for (kk, row) in (4 * k4..(4 * k4 + 4).min(k)).zip(0..) {
+                        let src = &w[kk * n..][cols.clone()];
+                        for (j, &v) in src.iter().enumerate() {
+                            group[j * 4 + row] = v;
+                        }
                     }
                 }
+                if route == QRoute::Avx2 {
+                    split_pairs(group, k4, (b % TILE_B) * NB, &mut fixes);
+                }
+            }
+            if b % TILE_B == TILE_B - 1 {
+                fix_at.push((fixes.len() / 2) as i32);
             }
         }
-        let wide = if route == QRoute::Avx2 {
-            widen_pairs(w, k, n, kq, np)
-        } else {
-            Vec::new()
-        };
         let mut zero: Vec<i32> = (0..n).map(|c| i32::from(zero[at(zero.len(), c)])).collect();
         let mut scale: Vec<f32> = (0..n).map(|c| scale[at(scale.len(), c)]).collect();
         let mut kzc: Vec<i32> = (0..n)
@@ -304,7 +332,8 @@ impl PackedInt8 {
             zero,
             scale,
             route,
-            wide: Buf::owned(wide),
+            fixes: Buf::owned(fixes),
+            fix_at,
             amx,
         })
     }
@@ -316,7 +345,8 @@ impl PackedInt8 {
             dims: [self.k, self.n, self.kq],
             route: self.route,
             data: &self.data,
-            wide: &self.wide,
+            fixes: &self.fixes,
+            fix_at: &self.fix_at,
             col_sums: &self.col_sums,
             kzc: &self.kzc,
             zero: &self.zero,
@@ -333,7 +363,8 @@ impl PackedInt8 {
         n: usize,
         dims: [usize; 3],
         data: Buf<i8>,
-        wide: Buf<i16>,
+        fixes: Buf<i32>,
+        fix_at: Vec<i32>,
         col_sums: Vec<i32>,
         kzc: Vec<i32>,
         zero: Vec<i32>,
@@ -341,17 +372,12 @@ impl PackedInt8 {
     ) -> Option<Self> {
         let route = QRoute::best();
         let (amx, kq, np) = padded_dims(route, k, n);
-        let (want_data, want_wide) = if route == QRoute::Avx2 {
-            (0, np * kq)
-        } else {
-            (np * kq, 0)
-        };
         let whole = dims == [k, n, kq]
             && route != QRoute::Reference
-            && data.len() == want_data
-            && wide.len() == want_wide
+            && data.len() == np * kq
             && col_sums.len() == n
-            && [kzc.len(), zero.len(), scale.len()] == [np; 3];
+            && [kzc.len(), zero.len(), scale.len()] == [np; 3]
+            && fixes_whole(&fixes, &fix_at, route, k, np);
         whole.then_some(Self {
             k,
             n,
@@ -362,7 +388,8 @@ impl PackedInt8 {
             zero,
             scale,
             route,
-            wide,
+            fixes,
+            fix_at,
             amx,
         })
     }
@@ -416,13 +443,7 @@ impl PackedInt8 {
             scratch.padded[r * kq..r * kq + k].copy_from_slice(row);
             scratch.sums.push(row.iter().map(|&v| i32::from(v)).sum());
         }
-        if self.route == QRoute::Avx2 {
-            scratch.wide.clear();
-            scratch
-                .wide
-                .extend(scratch.padded.iter().map(|&v| i16::from(v)));
-        }
-        let (a, aw, sums) = (&scratch.padded[..], &scratch.wide[..], &scratch.sums[..]);
+        let (a, sums) = (&scratch.padded[..], &scratch.sums[..]);
         let dst = Dst(out.as_mut_ptr());
         pool.for_each_chunk(n, CHUNK_COLS, |cols| {
             let (c0, nc) = (cols.start, cols.len());
@@ -455,7 +476,7 @@ impl PackedInt8 {
             let mut r0 = 0;
             while r0 < m {
                 let rows = TILE_R.min(m - r0);
-                self.tile((a, aw), r0, rows, c0 / NB, &mut acc);
+                self.tile(a, r0, rows, c0 / NB, &mut acc);
                 for r in 0..rows {
                     // SAFETY: this chunk alone writes columns `cols` of every row.
                     let y = unsafe {
@@ -574,16 +595,10 @@ impl PackedInt8 {
             unsafe { vnni::gemv(self, &scratch.padded, za, a_sum, aq.scale, out) };
             return Ok(());
         }
-        if self.route == QRoute::Avx2 {
-            scratch.wide.clear();
-            scratch
-                .wide
-                .extend(scratch.padded.iter().map(|&v| i16::from(v)));
-        }
         let mut acc = [0i32; TILE_R * CHUNK_COLS];
         for c0 in (0..self.n).step_by(CHUNK_COLS) {
             let nc = CHUNK_COLS.min(self.n - c0);
-            self.tile((&scratch.padded, &scratch.wide), 0, 1, c0 / NB, &mut acc);
+            self.tile(&scratch.padded, 0, 1, c0 / NB, &mut acc);
             for (j, o) in out[c0..c0 + nc].iter_mut().enumerate() {
                 let c = c0 + j;
                 let v = acc[j]
@@ -596,9 +611,29 @@ impl PackedInt8 {
     }
 
     /// `acc[r][j] = Σ_k a[r0 + r, k] · w[k, block0·16 + j]` for one chunk;
-    /// `a` as bytes and (AVX2 route) widened to i16, rows of `kq`.
-    fn tile(&self, a: (&[u8], &[i16]), r0: usize, rows: usize, block0: usize, acc: &mut [i32]) {
-        let (a, aw) = a;
+    /// `a` rows of `kq` bytes (the AVX2 route's fixes added).
+    fn tile(&self, a: &[u8], r0: usize, rows: usize, block0: usize, acc: &mut [i32]) {
+        self.tile_route(a, r0, rows, block0, acc);
+        if !self.fixes.is_empty() {
+            self.add_fixes(a, r0, rows, block0 / TILE_B, acc);
+        }
+    }
+
+    /// `acc[r][j] += a[r0 + r, k] · c` for every fix `(k, j, c)` of `chunk`.
+    fn add_fixes(&self, a: &[u8], r0: usize, rows: usize, chunk: usize, acc: &mut [i32]) {
+        let at = |i: usize| self.fix_at[i] as usize;
+        for fix in self.fixes[2 * at(chunk)..2 * at(chunk + 1)].chunks_exact(2) {
+            let (k, (j, c)) = (fix[0] as usize, unpack_fix(fix[1]));
+            for r in 0..rows {
+                let x = i32::from(a[(r0 + r) * self.kq + k]);
+                let s = &mut acc[r * CHUNK_COLS + j];
+                *s = s.wrapping_add(x * c);
+            }
+        }
+    }
+
+    /// The route's own tile: `acc[r][j] = Σ_k a[r0 + r, k] · data[k, j]`.
+    fn tile_route(&self, a: &[u8], r0: usize, rows: usize, block0: usize, acc: &mut [i32]) {
         #[cfg(target_arch = "x86_64")]
         {
             // What every route reads: `rows` rows of kq from r0, TILE_B
@@ -606,11 +641,8 @@ impl PackedInt8 {
             assert!(rows <= TILE_R && acc.len() >= rows * CHUNK_COLS);
             let blocks_end = (block0 + TILE_B) * self.kq * NB;
             match self.route {
-                QRoute::Vnni | QRoute::AvxVnni => {
+                QRoute::Vnni | QRoute::AvxVnni | QRoute::Avx2 => {
                     assert!(a.len() >= (r0 + rows) * self.kq && self.data.len() >= blocks_end);
-                }
-                QRoute::Avx2 => {
-                    assert!(aw.len() >= (r0 + rows) * self.kq && self.wide.len() >= blocks_end);
                 }
                 QRoute::Reference => {}
             }
@@ -626,19 +658,16 @@ impl PackedInt8 {
                     (QRoute::AvxVnni, 3) => ymm::tile_vnni::<3>(self, a, r0, block0, acc),
                     (QRoute::AvxVnni, 2) => ymm::tile_vnni::<2>(self, a, r0, block0, acc),
                     (QRoute::AvxVnni, _) => ymm::tile_vnni::<1>(self, a, r0, block0, acc),
-                    (QRoute::Avx2, 4) => ymm::tile_avx2::<4>(self, aw, r0, block0, acc),
-                    (QRoute::Avx2, 3) => ymm::tile_avx2::<3>(self, aw, r0, block0, acc),
-                    (QRoute::Avx2, 2) => ymm::tile_avx2::<2>(self, aw, r0, block0, acc),
-                    (QRoute::Avx2, _) => ymm::tile_avx2::<1>(self, aw, r0, block0, acc),
+                    (QRoute::Avx2, 4) => ymm::tile_avx2::<4>(self, a, r0, block0, acc),
+                    (QRoute::Avx2, 3) => ymm::tile_avx2::<3>(self, a, r0, block0, acc),
+                    (QRoute::Avx2, 2) => ymm::tile_avx2::<2>(self, a, r0, block0, acc),
+                    (QRoute::Avx2, _) => ymm::tile_avx2::<1>(self, a, r0, block0, acc),
                     (QRoute::Reference, _) => self.tile_reference(a, r0, rows, block0, acc),
                 }
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = aw;
-            self.tile_reference(a, r0, rows, block0, acc);
-        }
+        self.tile_reference(a, r0, rows, block0, acc);
     }
 
     /// One output row of a chunk from its dot products (AVX-512 code on the VNNI route).
@@ -846,7 +875,7 @@ mod vnni {
     }
 }
 
-/// The 256-bit routes: AVX-VNNI on the VNNI packing, AVX2 on i16 pairs.
+/// The 256-bit routes, both on the VNNI packing: AVX-VNNI, and AVX2 on split pairs.
 #[cfg(target_arch = "x86_64")]
 mod ymm {
     use super::{Epilogue, PackedInt8, CHUNK_COLS, NB, TILE_B};
@@ -886,32 +915,36 @@ mod ymm {
         );
     }
 
-    /// `R` rows × 4 blocks of 16 columns with `vpmaddwd` on i16 pairs: one
-    /// broadcast pair of activations times 8 columns' pairs of weights.
+    /// `R` rows × 4 blocks of 16 columns with `vpmaddubsw` (pairs of u8 ×
+    /// i8 into i16, never saturating on the split pairs) and `vpmaddwd` by
+    /// ones (the two pairs of a group into i32), on the VNNI packing.
     ///
     /// # Safety
-    /// AVX2 must be available; `a` holds rows `r0..r0+R` of `kq` i16 and the
-    /// widened weights blocks `block0..block0+4`.
+    /// AVX2 must be available; `a` holds rows `r0..r0+R` of `kq` bytes and
+    /// the packed data blocks `block0..block0+4`.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn tile_avx2<const R: usize>(
         p: &PackedInt8,
-        a: &[i16],
+        a: &[u8],
         r0: usize,
         block0: usize,
         acc: &mut [i32],
     ) {
-        let w = p.wide.as_ptr().cast::<u8>();
-        let rows = a.as_ptr().add(r0 * p.kq).cast::<u8>();
-        let (block, row) = (2 * p.kq * NB, 2 * p.kq);
-        tile_with::<R>(w.add(block0 * block), block, rows, row, acc, |s, a, w| {
-            _mm256_add_epi32(s, _mm256_madd_epi16(a, w))
-        });
+        let (w, rows) = (p.data.as_ptr().cast::<u8>(), a.as_ptr().add(r0 * p.kq));
+        let ones = _mm256_set1_epi16(1);
+        tile_with::<R>(
+            w.add(block0 * p.kq * NB),
+            p.kq * NB,
+            rows,
+            p.kq,
+            acc,
+            |s, a, w| _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones)),
+        );
     }
 
     /// The body both 256-bit tiles share: per block of 16 columns, each step
-    /// reads 64 bytes of weights (columns 0–7, 8–15) and 4 bytes of each
-    /// row (`dot` multiplies them into the sums); `kq / 4` bytes' worth of
-    /// steps either way (4 u8 or 2 i16 a step).
+    /// reads 64 bytes of weights (columns 0–7, 8–15: 4 K each) and 4 bytes
+    /// of each row (`dot` multiplies them into the sums).
     #[inline(always)]
     unsafe fn tile_with<const R: usize>(
         w: *const u8,
@@ -1045,20 +1078,21 @@ mod tests {
         let x: Vec<f32> = (0..m * k).map(|i| (i % 13) as f32 - 6.0).collect();
         let packed = PackedInt8::new(k, n, &w, &scale, &zero).expect("pack");
         let c = packed.cached();
-        let back = |k: usize, n: usize, data: &[i8], wide: &[i16]| {
+        let back = |k: usize, n: usize, data: &[i8], fixes: &[i32]| {
             PackedInt8::from_cached(
                 k,
                 n,
                 c.dims,
                 Buf::owned(data.to_vec()),
-                Buf::owned(wide.to_vec()),
+                Buf::owned(fixes.to_vec()),
+                c.fix_at.to_vec(),
                 c.col_sums.to_vec(),
                 c.kzc.to_vec(),
                 c.zero.to_vec(),
                 c.scale.to_vec(),
             )
         };
-        let again = back(k, n, c.data, c.wide).expect("a whole packing comes back");
+        let again = back(k, n, c.data, c.fixes).expect("a whole packing comes back");
         let run = |p: &PackedInt8| {
             let mut out = vec![0.0f32; m * n];
             p.gemm(&Serial, &x, m, None, &mut out, &mut QGemmScratch::default())
@@ -1067,15 +1101,102 @@ mod tests {
         };
         assert_eq!(run(&again), run(&packed));
         // Another layer's shape, or a part cut short, is refused.
-        assert!(back(k + 4, n, c.data, c.wide).is_none());
-        assert!(back(k, n - 1, c.data, c.wide).is_none());
-        let (d, wd) = (c.data.len(), c.wide.len());
-        assert!(back(
-            k,
-            n,
-            &c.data[..d.saturating_sub(1)],
-            &c.wide[..wd.saturating_sub(1)]
-        )
-        .is_none());
+        assert!(back(k + 4, n, c.data, c.fixes).is_none());
+        assert!(back(k, n - 1, c.data, c.fixes).is_none());
+        let d = c.data.len();
+        assert!(back(k, n, &c.data[..d.saturating_sub(1)], c.fixes).is_none());
+        if !c.fixes.is_empty() {
+            let f = c.fixes.len();
+            assert!(back(k, n, c.data, &c.fixes[..f - 2]).is_none());
+            let mut far = c.fixes.to_vec();
+            far[0] = k as i32;
+            assert!(back(k, n, c.data, &far).is_none(), "a fix past K");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Any shape (K = 1, odd K and N, N past a chunk) and any i8 weights
+        /// (saturating pairs included): every route this CPU runs returns
+        /// the readable route's bits, GEMM and one-row GEMV alike.
+        #[test]
+        fn every_route_equals_the_readable_tile(
+            m in 1usize..7,
+            k in 1usize..90,
+            n in 1usize..150,
+            seed in 0u64..1000,
+            extreme in proptest::bool::ANY,
+        ) {
+            let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            let mut next = || {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (s >> 33) as u32
+            };
+            // Uniform i8, or only the saturating extremes (±100..±128).
+            let w: Vec<i8> = (0..k * n)
+                .map(|_| {
+                    let v = next();
+                    if extreme {
+                        let mag = 100 + (v % 29) as i32;
+                        (if v & 1 == 0 { mag.min(127) } else { -mag }) as i8
+                    } else {
+                        v as u8 as i8
+                    }
+                })
+                .collect();
+            let x: Vec<f32> = (0..m * k).map(|_| (next() % 2001) as f32 / 400.0 - 2.5).collect();
+            let zero: Vec<i8> = (0..n).map(|_| (next() % 7) as i8 - 3).collect();
+            let scale: Vec<f32> = (0..n).map(|i| 1e-3 + i as f32 * 1e-5).collect();
+            let run = |route: QRoute| {
+                let p = PackedInt8::with_route(k, n, &w, &scale, &zero, route).expect("pack");
+                let (mut y, mut row) = (vec![0.0f32; m * n], vec![0.0f32; n]);
+                let mut scratch = QGemmScratch::default();
+                p.gemm(&Serial, &x, m, None, &mut y, &mut scratch).expect("gemm");
+                p.gemv(&x[..k], &mut row, &mut scratch).expect("gemv");
+                y.extend(row);
+                y.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            };
+            let want = run(QRoute::Reference);
+            for route in QRoute::available() {
+                proptest::prop_assert_eq!(&run(route), &want, "{:?}", route);
+            }
+        }
+    }
+
+    #[test]
+    fn split_pairs_never_saturate_and_give_the_weights_back() {
+        let mut fixes = Vec::new();
+        for a in -128..=127i32 {
+            for b in -128..=127i32 {
+                // Column 3's first K pair and column 5's second, in chunk columns 16–31.
+                let mut g = [0i8; 4 * NB];
+                (g[12], g[13], g[22], g[23]) = (a as i8, b as i8, b as i8, a as i8);
+                let want: Vec<i32> = g.iter().map(|&v| i32::from(v)).collect();
+                fixes.clear();
+                split_pairs(&mut g, 7, 16, &mut fixes);
+                let mut back: Vec<i32> = g.iter().map(|&v| i32::from(v)).collect();
+                for f in fixes.chunks_exact(2) {
+                    let (j, c) = unpack_fix(f[1]);
+                    assert!((16..32).contains(&j) && (28..32).contains(&f[0]));
+                    back[(j - 16) * 4 + f[0] as usize - 28] += c;
+                }
+                assert_eq!(back, want, "pair ({a}, {b})");
+                // The sums are linear in each u8 activation: the corners bound them.
+                for p in g.chunks_exact(2) {
+                    let (w0, w1) = (i32::from(p[0]), i32::from(p[1]));
+                    for (x0, x1) in [(0, 255), (255, 0), (255, 255)] {
+                        let sum = x0 * w0 + x1 * w1;
+                        assert!((-32768..=32767).contains(&sum), "({a}, {b}): {sum}");
+                    }
+                }
+                let same_sign_over =
+                    (a > 0 && b > 0 && a + b > 128) || (a < 0 && b < 0 && a + b < -128);
+                assert_eq!(
+                    fixes.len(),
+                    if same_sign_over { 4 } else { 0 },
+                    "({a}, {b})"
+                );
+            }
+        }
     }
 }
