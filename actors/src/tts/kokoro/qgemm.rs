@@ -90,7 +90,7 @@ pub enum QRoute {
     /// AVX2: `vpmaddubsw` (u8 × i8, 32 products) then `vpmaddwd` by ones
     /// on the VNNI packing, exact: each packed weight pair is kept where
     /// no pair sum saturates i16 and the rest comes back from a short list
-    /// of fixes ([`split_pairs`]).
+    /// of fixes (see `split_pairs`).
     Avx2,
     /// The readable tile.
     Reference,
