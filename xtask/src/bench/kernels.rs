@@ -14,6 +14,7 @@ use voxlane_actors::kernels::f32_matvec;
 use voxlane_actors::kernels::lstm::{Lstm, LstmWeights};
 use voxlane_actors::kernels::matmul::{matmul_ws, IntWeights, MatmulWorkspace, Weights};
 use voxlane_actors::kernels::sgemm::{sgemm, MatRef};
+use voxlane_actors::tts::kokoro::qgemm::{self, PackedInt8, QGemmScratch};
 use voxlane_runtime::{Fork, LanePool};
 
 /// Deterministic pseudo-random values in [-1, 1).
@@ -244,6 +245,98 @@ fn gemm_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Kokoro's int8 GEMMs (`MatMulInteger`: ALBERT's feed-forward pair at a
+/// sentence's 64 tokens, an LSTM step's one row) on the packed route this
+/// CPU takes, activations quantized per call as onnxruntime does, vs our
+/// f32 GEMM on the same shape.
+fn qgemm_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
+    let w = window(opts.quick);
+    if !qgemm::available() {
+        return Ok(());
+    }
+    let err = |e: voxlane_actors::kernels::KernelError| e.to_string();
+    for &t in &opts.threads {
+        let p = pool(t)?;
+        for (m, k, n) in [
+            (64usize, 768usize, 2048usize),
+            (64, 2048, 768),
+            (1, 512, 1024),
+        ] {
+            let x = data(m * k, 21);
+            // Weights spread as trained ones are (a mean of twelve uniforms:
+            // σ ≈ 21 of 127; Kokoro's never saturate an AVX2 pair), and for
+            // the first shape also evenly spread over the i8 range (a
+            // quarter of the AVX2 pairs saturate: its second plane).
+            let parts: Vec<Vec<f32>> = (0..12).map(|j| data(k * n, 22 + j)).collect();
+            let bell: Vec<f32> = (0..k * n)
+                .map(|i| parts.iter().map(|p| p[i]).sum::<f32>() / 12.0)
+                .collect();
+            let spreads: &[(&str, &[f32])] = if m == 64 && k == 768 {
+                &[("bell", &bell), ("even", &parts[0])]
+            } else {
+                &[("bell", &bell)]
+            };
+            for &(spread, wf) in spreads {
+                // Symmetric int8 weights `[k, n]`, as the export stores them.
+                let wq: Vec<i8> = wf.iter().map(|v| (v * 127.0) as i8).collect();
+                let scale = vec![1.0 / 127.0; n];
+                let packed = PackedInt8::new(k, n, &wq, &scale, &[0]).map_err(err)?;
+                let mut out = vec![0.0; m * n];
+                let mut scratch = QGemmScratch::default();
+                let ours = if m == 1 {
+                    // The LSTM's step: one row, serial (`gemv`).
+                    median_secs(
+                        || packed.gemv(&x, &mut out, &mut scratch).expect("gemv"),
+                        w,
+                        3,
+                    )
+                } else {
+                    median_secs(
+                        || {
+                            packed
+                                .gemm(&p, &x, m, None, &mut out, &mut scratch)
+                                .expect("qgemm")
+                        },
+                        w,
+                        3,
+                    )
+                };
+                let f32w = Weights::f32(transpose_kn(wf, k, n), n, k).map_err(err)?;
+                let mut ws = MatmulWorkspace::new(m, k);
+                let reference = median_secs(
+                    || matmul_ws(&x, m, k, &f32w, None, &mut out, &mut ws, &p).expect("gemm"),
+                    w,
+                    3,
+                );
+                let flops = 2.0 * (m * n * k) as f64;
+                rows.push(Row {
+                    kernel: "kernel_matmul",
+                    dtype: if m == 1 {
+                        "int8 (qgemv)"
+                    } else {
+                        "int8 (qgemm)"
+                    },
+                    shape: format!("M={m} N={n} K={k}, {spread} weights ({:?})", packed.route()),
+                    threads: t,
+                    ours: flops / ours / 1e9,
+                    unit: "GOP/s",
+                    reference: "our f32 GFLOP/s".into(),
+                    reference_value: flops / reference / 1e9,
+                    // Int8 at twice f32's products per instruction, less
+                    // the quantization; the second plane's row has none.
+                    target: if spread == "bell" { 1.5 } else { 0.0 },
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `w [k, n]` as `[n, k]` (the f32 route's row-major weights).
+fn transpose_kn(w: &[f32], k: usize, n: usize) -> Vec<f32> {
+    (0..n * k).map(|i| w[(i % k) * n + i / k]).collect()
 }
 
 /// The library route for one streaming attention step: per head, scores and
@@ -697,6 +790,7 @@ pub fn run(opts: &BenchOptions) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     matvec_rows(opts, &mut rows)?;
     gemm_rows(opts, &mut rows)?;
+    qgemm_rows(opts, &mut rows)?;
     attention_rows(opts, &mut rows)?;
     conv_rows(opts, &mut rows)?;
     conv_transpose_rows(opts, &mut rows)?;

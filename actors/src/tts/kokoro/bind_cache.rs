@@ -33,7 +33,7 @@ const PHASES_FORMAT: &str = "voxlane.conv_transpose1d/phases-f32";
 
 /// Version of the packed layouts a cache holds: raise it with any change to
 /// how a route packs, so every older cache is rewritten at once.
-pub const PACK_LAYOUT: u32 = 5;
+pub const PACK_LAYOUT: u32 = 6;
 
 /// Where the bind cache of voxlane weight file `model` lives on this CPU's route.
 pub fn cache_path(model: &Path) -> PathBuf {
@@ -137,6 +137,7 @@ impl BindCache {
                 e.part("data")?.data.cast::<i8>().ok()?,
                 e.part("fixes")?.data.cast::<i32>().ok()?,
                 i32s("fix_at")?,
+                e.part("excess")?.data.cast::<i8>().ok()?,
                 i32s("col_sums")?,
                 i32s("kzc")?,
                 i32s("zero")?,
@@ -165,6 +166,7 @@ impl BindCache {
                 part("data", DType::I8, bytemuck_i8(c.data)),
                 part("fixes", DType::I32, &fixes),
                 part("fix_at", DType::I32, &fix_at),
+                part("excess", DType::I8, bytemuck_i8(c.excess)),
                 part("col_sums", DType::I32, &col_sums),
                 part("kzc", DType::I32, &kzc),
                 part("zero", DType::I32, &zero),
@@ -315,8 +317,8 @@ mod tests {
     use crate::kernels::matmul::IntWeights;
 
     /// The packed bytes of every tiles kind this machine can pack, hashed
-    /// (FNV-1a) for [`PACK_LAYOUT`] 5 (the convs' unchanged since 3; 5 split
-    /// the AVX2 GEMM's pairs). A cache maps packings written by an
+    /// (FNV-1a) for [`PACK_LAYOUT`] 6 (the convs' unchanged since 3; 5 split
+    /// the AVX2 GEMM's pairs, 6 keeps many fixes as a plane). A cache maps packings written by an
     /// earlier build: when this fails, a packing changed, so raise
     /// `PACK_LAYOUT` (older caches are then rewritten) and record the new hashes.
     #[test]
@@ -332,10 +334,10 @@ mod tests {
         const KNOWN_QGEMM: [(QRoute, bool, u64); 3] = [
             (QRoute::Vnni, false, 0xa91b628ecc891ed7),
             (QRoute::AvxVnni, false, 0xa91b628ecc891ed7),
-            (QRoute::Avx2, false, 0x12a87080f15966c),
+            (QRoute::Avx2, false, 0xfdf0f3c6c84cf873),
         ];
         assert_eq!(
-            PACK_LAYOUT, 5,
+            PACK_LAYOUT, 6,
             "record the hashes of the new layout version"
         );
         let fnv = |bytes: &[u8]| {
@@ -384,6 +386,7 @@ mod tests {
             let p = PackedInt8::with_route(k, n, &w, &[0.01], &[3], route).expect("pack");
             let c = p.cached();
             let mut bytes = bytemuck_i8(c.data).to_vec();
+            bytes.extend(bytemuck_i8(c.excess));
             for v in [c.fixes, c.fix_at, c.col_sums, c.kzc] {
                 bytes.extend(v.iter().flat_map(|x| x.to_le_bytes()));
             }

@@ -51,6 +51,9 @@ pub struct PackedInt8 {
     fixes: Buf<i32>,
     /// Where each chunk's fixes start in `fixes` (in fixes), one more for the end.
     fix_at: Vec<i32>,
+    /// The AVX2 route's fixes as a second packed plane where they are too
+    /// many for a list (see [`DENSE_FIXES`]; then `fixes` is empty).
+    excess: Buf<i8>,
     /// Whether GEMMs run on AMX tiles (`kq` is then a multiple of 64).
     amx: bool,
 }
@@ -68,6 +71,8 @@ pub struct CachedInt8<'a> {
     pub fixes: &'a [i32],
     /// Where each chunk's fixes start.
     pub fix_at: &'a [i32],
+    /// The AVX2 route's fixes as a plane (empty unless they are many).
+    pub excess: &'a [i8],
     /// `Σ_k w[k, n]`.
     pub col_sums: &'a [i32],
     /// The matvec's zero-point correction per column.
@@ -177,6 +182,26 @@ fn split_pairs(group: &mut [i8], k4: usize, col0: usize, fixes: &mut Vec<i32>) {
             fixes.push(pack_fix(col0 + j, excess));
         }
     }
+}
+
+/// Fixes per packed pair past which the AVX2 route keeps them as a second
+/// plane instead of a list: a listed fix costs a scalar multiply-add per
+/// row, a plane a second `vpmaddubsw` pass (one 16th of a cycle per pair
+/// and row), so the list wins below about one fix in 32 pairs.
+const DENSE_FIXES: usize = 64;
+
+/// The fixes `fixes` (chunk by chunk, as `fix_at` bounds them) of a packing
+/// with `kq` rows as a plane in the packing's own layout.
+fn fixes_plane(fixes: &[i32], fix_at: &[i32], kq: usize, len: usize) -> Vec<i8> {
+    let mut plane = vec![0i8; len];
+    for (chunk, w) in fix_at.windows(2).enumerate() {
+        for fix in fixes[2 * w[0] as usize..2 * w[1] as usize].chunks_exact(2) {
+            let (k, (j, c)) = (fix[0] as usize, unpack_fix(fix[1]));
+            let b = chunk * TILE_B + j / NB;
+            plane[((b * (kq / 4) + k / 4) * NB + j % NB) * 4 + k % 4] = c as i8;
+        }
+    }
+    plane
 }
 
 /// A fix's column (in its chunk) and amount as one i32 (`column << 9 | c + 256`).
@@ -318,6 +343,16 @@ impl PackedInt8 {
         let mut kzc: Vec<i32> = (0..n)
             .map(|c| (k as i32).wrapping_mul(zero[c]).wrapping_sub(col_sums[c]))
             .collect();
+        // Many fixes (weights spread evenly over the i8 range, not the
+        // export's): a second plane instead of the list.
+        let excess = if fixes.len() / 2 * DENSE_FIXES > np * kq / 2 {
+            let plane = fixes_plane(&fixes, &fix_at, kq, data.len());
+            fixes.clear();
+            fix_at.fill(0);
+            plane
+        } else {
+            Vec::new()
+        };
         // Padded columns (never stored) keep the per-column vectors whole blocks.
         zero.resize(np, 0);
         scale.resize(np, 0.0);
@@ -334,6 +369,7 @@ impl PackedInt8 {
             route,
             fixes: Buf::owned(fixes),
             fix_at,
+            excess: Buf::owned(excess),
             amx,
         })
     }
@@ -347,6 +383,7 @@ impl PackedInt8 {
             data: &self.data,
             fixes: &self.fixes,
             fix_at: &self.fix_at,
+            excess: &self.excess,
             col_sums: &self.col_sums,
             kzc: &self.kzc,
             zero: &self.zero,
@@ -365,6 +402,7 @@ impl PackedInt8 {
         data: Buf<i8>,
         fixes: Buf<i32>,
         fix_at: Vec<i32>,
+        excess: Buf<i8>,
         col_sums: Vec<i32>,
         kzc: Vec<i32>,
         zero: Vec<i32>,
@@ -377,7 +415,9 @@ impl PackedInt8 {
             && data.len() == np * kq
             && col_sums.len() == n
             && [kzc.len(), zero.len(), scale.len()] == [np; 3]
-            && fixes_whole(&fixes, &fix_at, route, k, np);
+            && fixes_whole(&fixes, &fix_at, route, k, np)
+            && (excess.is_empty() || (route == QRoute::Avx2 && fixes.is_empty()))
+            && [0, np * kq].contains(&excess.len());
         whole.then_some(Self {
             k,
             n,
@@ -390,6 +430,7 @@ impl PackedInt8 {
             route,
             fixes,
             fix_at,
+            excess,
             amx,
         })
     }
@@ -643,6 +684,7 @@ impl PackedInt8 {
             match self.route {
                 QRoute::Vnni | QRoute::AvxVnni | QRoute::Avx2 => {
                     assert!(a.len() >= (r0 + rows) * self.kq && self.data.len() >= blocks_end);
+                    assert!(self.excess.is_empty() || self.excess.len() == self.data.len());
                 }
                 QRoute::Reference => {}
             }
@@ -658,10 +700,10 @@ impl PackedInt8 {
                     (QRoute::AvxVnni, 3) => ymm::tile_vnni::<3>(self, a, r0, block0, acc),
                     (QRoute::AvxVnni, 2) => ymm::tile_vnni::<2>(self, a, r0, block0, acc),
                     (QRoute::AvxVnni, _) => ymm::tile_vnni::<1>(self, a, r0, block0, acc),
-                    (QRoute::Avx2, 4) => ymm::tile_avx2::<4>(self, a, r0, block0, acc),
-                    (QRoute::Avx2, 3) => ymm::tile_avx2::<3>(self, a, r0, block0, acc),
-                    (QRoute::Avx2, 2) => ymm::tile_avx2::<2>(self, a, r0, block0, acc),
-                    (QRoute::Avx2, _) => ymm::tile_avx2::<1>(self, a, r0, block0, acc),
+                    (QRoute::Avx2, 4) => ymm::tile_avx2_any::<4>(self, a, r0, block0, acc),
+                    (QRoute::Avx2, 3) => ymm::tile_avx2_any::<3>(self, a, r0, block0, acc),
+                    (QRoute::Avx2, 2) => ymm::tile_avx2_any::<2>(self, a, r0, block0, acc),
+                    (QRoute::Avx2, _) => ymm::tile_avx2_any::<1>(self, a, r0, block0, acc),
                     (QRoute::Reference, _) => self.tile_reference(a, r0, rows, block0, acc),
                 }
             }
@@ -942,6 +984,63 @@ mod ymm {
         );
     }
 
+    /// [`tile_avx2`], or [`tile_avx2_planes`] where the fixes are a plane.
+    ///
+    /// # Safety
+    /// As [`tile_avx2`].
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn tile_avx2_any<const R: usize>(
+        p: &PackedInt8,
+        a: &[u8],
+        r0: usize,
+        block0: usize,
+        acc: &mut [i32],
+    ) {
+        if p.excess.is_empty() {
+            tile_avx2::<R>(p, a, r0, block0, acc)
+        } else {
+            tile_avx2_planes::<R>(p, a, r0, block0, acc)
+        }
+    }
+
+    /// [`tile_avx2`] over both planes, the split pairs and their excess:
+    /// each its own `vpmaddubsw` (neither saturates), summed in i32.
+    ///
+    /// # Safety
+    /// As [`tile_avx2`]; the excess plane is as long as the data.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn tile_avx2_planes<const R: usize>(
+        p: &PackedInt8,
+        a: &[u8],
+        r0: usize,
+        block0: usize,
+        acc: &mut [i32],
+    ) {
+        let block = p.kq * NB;
+        let (w, e) = (p.data.as_ptr().cast::<u8>(), p.excess.as_ptr().cast::<u8>());
+        let rows = a.as_ptr().add(r0 * p.kq);
+        let ones = _mm256_set1_epi16(1);
+        let dot = |a, w| _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones);
+        for b in 0..TILE_B {
+            let (wp, ep) = (w.add((block0 + b) * block), e.add((block0 + b) * block));
+            let mut s = [[_mm256_setzero_si256(); 2]; R];
+            for q in 0..p.kq / 4 {
+                let at = q * NB * 4;
+                let ld = |p: *const u8| _mm256_loadu_si256(p as *const _);
+                let (w0, w1) = (ld(wp.add(at)), ld(wp.add(at + 32)));
+                let (e0, e1) = (ld(ep.add(at)), ld(ep.add(at + 32)));
+                for (r, row) in s.iter_mut().enumerate() {
+                    let g = (rows.add(r * p.kq + q * 4) as *const i32).read_unaligned();
+                    let av = _mm256_set1_epi32(g);
+                    row[0] = _mm256_add_epi32(row[0], _mm256_add_epi32(dot(av, w0), dot(av, e0)));
+                    row[1] = _mm256_add_epi32(row[1], _mm256_add_epi32(dot(av, w1), dot(av, e1)));
+                }
+            }
+            store(&s, b, acc);
+        }
+    }
+
     /// The body both 256-bit tiles share: per block of 16 columns, each step
     /// reads 64 bytes of weights (columns 0–7, 8–15: 4 K each) and 4 bytes
     /// of each row (`dot` multiplies them into the sums).
@@ -1086,6 +1185,7 @@ mod tests {
                 Buf::owned(data.to_vec()),
                 Buf::owned(fixes.to_vec()),
                 c.fix_at.to_vec(),
+                Buf::owned(c.excess.to_vec()),
                 c.col_sums.to_vec(),
                 c.kzc.to_vec(),
                 c.zero.to_vec(),
@@ -1125,22 +1225,26 @@ mod tests {
             k in 1usize..90,
             n in 1usize..150,
             seed in 0u64..1000,
-            extreme in proptest::bool::ANY,
+            mode in 0u32..3,
         ) {
             let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
             let mut next = || {
                 s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 (s >> 33) as u32
             };
-            // Uniform i8, or only the saturating extremes (±100..±128).
+            // Uniform i8; only the saturating extremes (±100..±128); or
+            // small weights with one extreme in 200 (a list of fixes, where
+            // the others take a plane on the AVX2 route).
             let w: Vec<i8> = (0..k * n)
                 .map(|_| {
                     let v = next();
-                    if extreme {
-                        let mag = 100 + (v % 29) as i32;
-                        (if v & 1 == 0 { mag.min(127) } else { -mag }) as i8
-                    } else {
-                        v as u8 as i8
+                    let mag = 100 + (v % 29) as i32;
+                    let extreme = (if v & 1 == 0 { mag.min(127) } else { -mag }) as i8;
+                    match mode {
+                        0 => v as u8 as i8,
+                        1 => extreme,
+                        _ if (v >> 8) % 200 == 0 => extreme,
+                        _ => ((v >> 8) % 61) as i8 - 30,
                     }
                 })
                 .collect();
@@ -1161,6 +1265,24 @@ mod tests {
                 proptest::prop_assert_eq!(&run(route), &want, "{:?}", route);
             }
         }
+    }
+
+    #[test]
+    fn few_fixes_take_a_list_many_a_plane() {
+        if !QRoute::available().contains(&QRoute::Avx2) {
+            eprintln!("skipped: this CPU has no AVX2 route");
+            return;
+        }
+        let (k, n) = (256, 128);
+        // One saturating pair (two weights of 100) per column, or every pair.
+        let few: Vec<i8> = (0..k * n)
+            .map(|i| if i < 2 * n { 100 } else { 3 })
+            .collect();
+        let many = vec![100i8; k * n];
+        let pack = |w: &[i8]| PackedInt8::with_route(k, n, w, &[0.01], &[0], QRoute::Avx2);
+        let (few, many) = (pack(&few).expect("pack"), pack(&many).expect("pack"));
+        assert_eq!((few.fixes.len() / 2, few.excess.len()), (n, 0));
+        assert_eq!((many.fixes.len(), many.excess.len()), (0, many.data.len()));
     }
 
     #[test]
