@@ -95,7 +95,7 @@ pub enum QRoute {
     /// AVX2: `vpmaddubsw` (u8 × i8, 32 products) then `vpmaddwd` by ones
     /// on the VNNI packing, exact: each packed weight pair is kept where
     /// no pair sum saturates i16 and the rest comes back from a short list
-    /// of fixes (see `split_pairs`).
+    /// of fixes, or a second plane where they are many (see `split_pairs`).
     Avx2,
     /// The readable tile.
     Reference,
@@ -187,7 +187,8 @@ fn split_pairs(group: &mut [i8], k4: usize, col0: usize, fixes: &mut Vec<i32>) {
 /// Fixes per packed pair past which the AVX2 route keeps them as a second
 /// plane instead of a list: a listed fix costs a scalar multiply-add per
 /// row, a plane a second `vpmaddubsw` pass (one 16th of a cycle per pair
-/// and row), so the list wins below about one fix in 32 pairs.
+/// and row): the list wins below about one fix in 32 pairs, and is kept
+/// below half that.
 const DENSE_FIXES: usize = 64;
 
 /// The fixes `fixes` (chunk by chunk, as `fix_at` bounds them) of a packing
