@@ -947,15 +947,9 @@ mod ymm {
         block0: usize,
         acc: &mut [i32],
     ) {
-        let (w, rows) = (p.data.as_ptr().cast::<u8>(), a.as_ptr().add(r0 * p.kq));
-        tile_with::<R>(
-            w.add(block0 * p.kq * NB),
-            p.kq * NB,
-            rows,
-            p.kq,
-            acc,
-            |s, a, w| _mm256_dpbusd_avx_epi32(s, a, w),
-        );
+        tile_with::<R, 1>(p, [&p.data], a, r0, block0, acc, |s, a, [w]| {
+            _mm256_dpbusd_avx_epi32(s, a, w)
+        });
     }
 
     /// `R` rows × 4 blocks of 16 columns with `vpmaddubsw` (pairs of u8 ×
@@ -973,16 +967,10 @@ mod ymm {
         block0: usize,
         acc: &mut [i32],
     ) {
-        let (w, rows) = (p.data.as_ptr().cast::<u8>(), a.as_ptr().add(r0 * p.kq));
         let ones = _mm256_set1_epi16(1);
-        tile_with::<R>(
-            w.add(block0 * p.kq * NB),
-            p.kq * NB,
-            rows,
-            p.kq,
-            acc,
-            |s, a, w| _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones)),
-        );
+        tile_with::<R, 1>(p, [&p.data], a, r0, block0, acc, |s, a, [w]| {
+            _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones))
+        });
     }
 
     /// [`tile_avx2`], or [`tile_avx2_planes`] where the fixes are a plane.
@@ -1018,52 +1006,49 @@ mod ymm {
         block0: usize,
         acc: &mut [i32],
     ) {
-        let block = p.kq * NB;
-        let (w, e) = (p.data.as_ptr().cast::<u8>(), p.excess.as_ptr().cast::<u8>());
-        let rows = a.as_ptr().add(r0 * p.kq);
         let ones = _mm256_set1_epi16(1);
         let dot = |a, w| _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones);
-        for b in 0..TILE_B {
-            let (wp, ep) = (w.add((block0 + b) * block), e.add((block0 + b) * block));
-            let mut s = [[_mm256_setzero_si256(); 2]; R];
-            for q in 0..p.kq / 4 {
-                let at = q * NB * 4;
-                let ld = |p: *const u8| _mm256_loadu_si256(p as *const _);
-                let (w0, w1) = (ld(wp.add(at)), ld(wp.add(at + 32)));
-                let (e0, e1) = (ld(ep.add(at)), ld(ep.add(at + 32)));
-                for (r, row) in s.iter_mut().enumerate() {
-                    let g = (rows.add(r * p.kq + q * 4) as *const i32).read_unaligned();
-                    let av = _mm256_set1_epi32(g);
-                    row[0] = _mm256_add_epi32(row[0], _mm256_add_epi32(dot(av, w0), dot(av, e0)));
-                    row[1] = _mm256_add_epi32(row[1], _mm256_add_epi32(dot(av, w1), dot(av, e1)));
-                }
-            }
-            store(&s, b, acc);
-        }
+        tile_with::<R, 2>(
+            p,
+            [&p.data, &p.excess],
+            a,
+            r0,
+            block0,
+            acc,
+            |s, a, [w, e]| _mm256_add_epi32(s, _mm256_add_epi32(dot(a, w), dot(a, e))),
+        );
     }
 
-    /// The body both 256-bit tiles share: per block of 16 columns, each step
-    /// reads 64 bytes of weights (columns 0–7, 8–15: 4 K each) and 4 bytes
-    /// of each row (`dot` multiplies them into the sums).
+    /// The body every 256-bit tile shares, over `P` planes of the VNNI
+    /// packing (the data, and the AVX2 route's excess): per block of 16
+    /// columns, each step reads 64 bytes of each plane (columns 0–7, 8–15:
+    /// 4 K each) and 4 bytes of each row (`dot` multiplies them into the sums).
+    ///
+    /// # Safety
+    /// The caller's CPU features; `a` holds rows `r0..r0+R` of `kq` bytes and
+    /// every plane the packed blocks `block0..block0+4`.
     #[inline(always)]
-    unsafe fn tile_with<const R: usize>(
-        w: *const u8,
-        block_bytes: usize,
-        a: *const u8,
-        row_bytes: usize,
+    unsafe fn tile_with<const R: usize, const P: usize>(
+        p: &PackedInt8,
+        planes: [&[i8]; P],
+        a: &[u8],
+        r0: usize,
+        block0: usize,
         acc: &mut [i32],
-        dot: impl Fn(__m256i, __m256i, __m256i) -> __m256i,
+        dot: impl Fn(__m256i, __m256i, [__m256i; P]) -> __m256i,
     ) {
-        let steps = block_bytes / (NB * 4);
+        let (block, rows) = (p.kq * NB, a.as_ptr().add(r0 * p.kq));
         for b in 0..TILE_B {
-            let wp = w.add(b * block_bytes);
+            let wp = planes.map(|w| w.as_ptr().cast::<u8>().add((block0 + b) * block));
             // Per row: columns 0..8 and 8..16 of the block.
             let mut s = [[_mm256_setzero_si256(); 2]; R];
-            for q in 0..steps {
-                let w0 = _mm256_loadu_si256(wp.add(q * NB * 4) as *const _);
-                let w1 = _mm256_loadu_si256(wp.add(q * NB * 4 + 32) as *const _);
+            for q in 0..p.kq / 4 {
+                let half = |h: usize| {
+                    wp.map(|w| _mm256_loadu_si256(w.add(q * NB * 4 + 32 * h) as *const _))
+                };
+                let (w0, w1) = (half(0), half(1));
                 for (r, row) in s.iter_mut().enumerate() {
-                    let g = (a.add(r * row_bytes + q * 4) as *const i32).read_unaligned();
+                    let g = (rows.add(r * p.kq + q * 4) as *const i32).read_unaligned();
                     let av = _mm256_set1_epi32(g);
                     row[0] = dot(row[0], av, w0);
                     row[1] = dot(row[1], av, w1);
