@@ -1283,6 +1283,21 @@ impl Conv1dInt8 {
                     *bias_q.ptr().add(co),
                 )
             };
+            // The row's next frames (the next unit's or chunk's): rows sit
+            // `t_out` apart, too many streams for the hardware prefetcher, and
+            // a residual `add` reads them.
+            #[cfg(target_arch = "x86_64")]
+            if t + 2 * n <= t_out {
+                let next = out.ptr().wrapping_add(co * t_out + t + n);
+                for line in (0..n).step_by(16) {
+                    // SAFETY: a prefetch never faults; the address is inside the output.
+                    unsafe {
+                        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                            next.wrapping_add(line).cast(),
+                        )
+                    };
+                }
+            }
             let c = base.wrapping_add(b);
             match window {
                 None => store(
@@ -1548,8 +1563,8 @@ impl Dense<'_> {
                         // added in the output transform.
                         let w = &self.packed[tail_at + b * wt..][..wt];
                         for (j, tail) in tail.iter_mut().enumerate() {
-                            let x = &vb[geo.tail_row_at(r0, j)..][..cbs * winograd::ROW];
-                            tile_wide::<false, N>(x, w, cbs, winograd::ROW, &[0], tail);
+                            let x = &vb[2 * geo.tail_row_at(r0, j)..][..cbs * row];
+                            tile_run::<N>(x, w, cbs, row, tail);
                         }
                     }
                     let nr = MR.min(p.c_out - b * MR);

@@ -25,8 +25,8 @@
 //!   phase) are one contiguous, cache-line aligned run: strided rows missed
 //!   L1 on every load (the weight stream evicts them), and split lines cost
 //!   the tile ~15% more; then, for a tail tap, the unit's input frames it
-//!   reads, `[r0][j][cb][q][4]` u8 (output `4q + j` of phase `r0`), so its
-//!   reads are one run too;
+//!   reads, widened, `[r0][j][cb][q][4]` i16 (output `4q + j` of phase
+//!   `r0`), so its reads are one run too;
 //! - weights `[slot][co block][cb][group][MR][4]` i16.
 
 use super::conv1d::Conv1dParams;
@@ -278,11 +278,11 @@ impl Geometry {
         self.tiles / UNIT_Q
     }
 
-    /// i16 values of one transformed unit (the tail tap's u8 rows too).
+    /// i16 values of one transformed unit (the tail tap's rows too).
     pub fn unit_len(&self) -> usize {
         self.tail_at()
             + if tail(self.k) {
-                self.d * 2 * self.cbs * ROW
+                self.d * OUTS * self.cbs * ROW
             } else {
                 0
             }
@@ -293,10 +293,10 @@ impl Geometry {
         SLOTS * self.d * self.row_len()
     }
 
-    /// Byte offset in a transformed unit of the tail tap's row for output
-    /// `j` of each tile of phase `r0` (channel blocks [`ROW`] bytes apart).
+    /// Offset (i16) in a transformed unit of the tail tap's row for output
+    /// `j` of each tile of phase `r0` (channel blocks [`ROW`] values apart).
     pub fn tail_row_at(&self, r0: usize, j: usize) -> usize {
-        2 * self.tail_at() + (r0 * OUTS + j) * self.cbs * ROW
+        self.tail_at() + (r0 * OUTS + j) * self.cbs * ROW
     }
 
     /// i16 values one GEMM call reads: every channel block and group of
@@ -333,8 +333,13 @@ pub(super) fn pack_phases(
     dst: &mut [u8],
 ) {
     let (d, pq) = (geo.d, geo.pq);
-    dst.fill(0);
     let nch = 4.min(c_in - 4 * cb);
+    // A partial block's missing channels (and phases past a short input)
+    // stay zero; otherwise every byte is written below, the tails zeroed.
+    let whole = nch == 4 && tp >= d;
+    if !whole {
+        dst.fill(0);
+    }
     let rows: [&[u8]; 4] = std::array::from_fn(|j| {
         if j < nch {
             &xpad[(4 * cb + j) * tp..][..tp]
@@ -347,26 +352,26 @@ pub(super) fn pack_phases(
         let count = (tp - r0).div_ceil(d).min(4 * pq);
         let base = &mut dst[r0 * 4 * pq * 4..][..4 * pq * 4];
         let mut m = 0;
-        // Whole blocks of 16 frames (4 tiles): a 16-frame × 4-channel transpose.
-        while m + 16 <= count {
-            let src: [[u8; 16]; 4] = std::array::from_fn(|j| {
-                let mut v = [0u8; 16];
-                if j < nch {
-                    if d == 1 {
-                        v.copy_from_slice(&rows[j][r0 + m..][..16]);
-                    } else {
-                        for (i, x) in v.iter_mut().enumerate() {
-                            *x = rows[j][d * (m + i) + r0];
-                        }
+        // Whole blocks of 16 frames (4 tiles): a 16-frame × 4-channel
+        // transpose; without dilation, four 16-byte loads.
+        if whole && d == 1 {
+            while m + 16 <= count {
+                let src: [[u8; 16]; 4] =
+                    std::array::from_fn(|j| rows[j][m..m + 16].try_into().unwrap_or([0; 16]));
+                store_block(base, pq, m, &transpose16x4(&src));
+                m += 16;
+            }
+        } else {
+            while m + 16 <= count {
+                let mut src = [[0u8; 16]; 4];
+                for (s, row) in src.iter_mut().zip(&rows).take(nch) {
+                    for (i, x) in s.iter_mut().enumerate() {
+                        *x = row[d * (m + i) + r0];
                     }
                 }
-                v
-            });
-            let out = transpose16x4(&src);
-            for (c, o) in out.iter().enumerate() {
-                base[c * pq * 4 + m..][..16].copy_from_slice(o);
+                store_block(base, pq, m, &transpose16x4(&src));
+                m += 16;
             }
-            m += 16;
         }
         for m in m..count {
             let at = (m % 4) * pq * 4 + (m / 4) * 4;
@@ -374,6 +379,21 @@ pub(super) fn pack_phases(
                 base[at + j] = row[d * m + r0];
             }
         }
+        if whole {
+            // Frames past the input: the first of residue c at or past `count`.
+            for c in 0..4 {
+                let q = (count + (4 + c - count % 4) % 4) / 4;
+                base[(c * pq + q) * 4..(c + 1) * pq * 4].fill(0);
+            }
+        }
+    }
+}
+
+/// Store a transposed 16-frame block from frame `m` (a multiple of 16).
+#[inline(always)]
+fn store_block(base: &mut [u8], pq: usize, m: usize, out: &[[u8; 16]; 4]) {
+    for (c, o) in out.iter().enumerate() {
+        base[c * pq * 4 + m..][..16].copy_from_slice(o);
     }
 }
 
@@ -465,16 +485,17 @@ fn transform_unit_body(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16])
     }
     if tail(geo.k) {
         // Output d·(4i + j) + r0 of the tail tap reads phase (j + k − 1)
-        // mod 4 at tile i + (j + k − 1) div 4.
-        let at = geo.tail_at();
-        let rows = bytes_of_mut(&mut dst[at..]);
+        // mod 4 at tile i + (j + k − 1) div 4; widened here once, not by
+        // every output block's GEMM.
         for r0 in 0..d {
             for j in 0..OUTS {
                 let e = j + geo.k - 1;
-                let row = geo.tail_row_at(r0, j) - 2 * at;
+                let row = geo.tail_row_at(r0, j);
                 for cb in 0..geo.cbs {
                     let src = &phases[cb * plen + geo.phase_at(r0, e % 4, q + e / 4)..][..ROW];
-                    rows[row + cb * ROW..][..ROW].copy_from_slice(src);
+                    for (o, &x) in dst[row + cb * ROW..][..ROW].iter_mut().zip(src) {
+                        *o = x as i16;
+                    }
                 }
             }
         }
@@ -485,13 +506,6 @@ fn transform_unit_body(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16])
 pub(super) fn bytes_of(v: &[i16]) -> &[u8] {
     // SAFETY: i16 has no padding and u8 alignment is 1; same memory, twice the length.
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-/// [`bytes_of`], to write u8 rows into.
-fn bytes_of_mut(v: &mut [i16]) -> &mut [u8] {
-    let len = std::mem::size_of_val(v);
-    // SAFETY: i16 has no padding and u8 alignment is 1; same memory, twice the length.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), len) }
 }
 
 /// `Bᵀx` of one row: `out[s][at + i] = Σ_u Bᵀ[s][u]·x[u][i]` (i16; within
@@ -535,10 +549,82 @@ pub(super) fn untransform<const N: usize>(
 ) {
     #[cfg(target_arch = "x86_64")]
     if super::cpu::features().avx2_fma {
+        if d == 1 && N.is_multiple_of(8) {
+            // SAFETY: AVX2 was detected.
+            return unsafe { untransform_d1_avx2(acc, tail, row) };
+        }
         // SAFETY: AVX2 was detected.
         return unsafe { untransform_avx2(acc, tail, d, r0, row) };
     }
     untransform_body(acc, tail, d, r0, row)
+}
+
+/// [`untransform`] without dilation, 8 tiles a step: the four outputs of
+/// each tile interleaved in registers (a 4 × 8 transpose) and stored as
+/// whole vectors (the lane-wise body scatters them one `i32` at a time).
+///
+/// # Safety
+/// Needs AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn untransform_d1_avx2<const N: usize>(
+    m: &[&[i32; N]; SLOTS],
+    tail: Option<[&[i32; N]; OUTS]>,
+    row: &mut [i32],
+) {
+    use std::arch::x86_64::*;
+    let row = &mut row[..OUTS * N];
+    let inv3 = _mm256_set1_epi32(0xAAAA_AAABu32 as i32);
+    // `unscale`, lane-wise.
+    let unscale = |v: __m256i| {
+        _mm256_srai_epi32::<3>(_mm256_slli_epi32::<3>(_mm256_mullo_epi32(
+            _mm256_srai_epi32::<3>(v),
+            inv3,
+        )))
+    };
+    for i in (0..N).step_by(8) {
+        // SAFETY: i + 8 ≤ N, within every [i32; N]; the stores within `row` (4N).
+        let ld = |v: &[i32; N]| _mm256_loadu_si256(v[i..].as_ptr().cast());
+        let s: [__m256i; SLOTS] = std::array::from_fn(|k| ld(m[k]));
+        let (a, b) = (_mm256_add_epi32(s[1], s[2]), _mm256_sub_epi32(s[1], s[2]));
+        let (c, e) = (_mm256_add_epi32(s[3], s[4]), _mm256_sub_epi32(s[3], s[4]));
+        let mut y = [
+            unscale(_mm256_add_epi32(_mm256_add_epi32(s[0], a), c)),
+            unscale(_mm256_add_epi32(b, _mm256_slli_epi32::<1>(e))),
+            unscale(_mm256_add_epi32(a, _mm256_slli_epi32::<2>(c))),
+            unscale(_mm256_add_epi32(
+                _mm256_add_epi32(b, _mm256_slli_epi32::<3>(e)),
+                s[5],
+            )),
+        ];
+        if let Some(t) = tail {
+            for (yj, tj) in y.iter_mut().zip(t) {
+                *yj = _mm256_add_epi32(*yj, ld(tj));
+            }
+        }
+        // Frames 4(i + l) + j: pairs, then quads (tile l | tile l + 4 per
+        // 128-bit lane), then the lanes put in order.
+        let (t0, t1) = (
+            _mm256_unpacklo_epi32(y[0], y[1]),
+            _mm256_unpackhi_epi32(y[0], y[1]),
+        );
+        let (t2, t3) = (
+            _mm256_unpacklo_epi32(y[2], y[3]),
+            _mm256_unpackhi_epi32(y[2], y[3]),
+        );
+        let (u0, u1) = (_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2));
+        let (u2, u3) = (_mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3));
+        let out = [
+            _mm256_permute2x128_si256::<0x20>(u0, u1),
+            _mm256_permute2x128_si256::<0x20>(u2, u3),
+            _mm256_permute2x128_si256::<0x31>(u0, u1),
+            _mm256_permute2x128_si256::<0x31>(u2, u3),
+        ];
+        let dst = &mut row[OUTS * i..][..32];
+        for (k, v) in out.into_iter().enumerate() {
+            _mm256_storeu_si256(dst[8 * k..].as_mut_ptr().cast(), v);
+        }
+    }
 }
 
 /// [`untransform`] compiled for AVX2 (`vpmulld` for the exact division).

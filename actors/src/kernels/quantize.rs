@@ -21,6 +21,11 @@ pub fn range_with(level: SimdLevel, x: &[f32]) -> [f32; 2] {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: callers pass a level this CPU runs (a detected or capped one).
         SimdLevel::Avx512 if cpu::features().avx512 => unsafe { x86::range_avx512(x) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX is part of every AVX2 level.
+        SimdLevel::Avx512 | SimdLevel::Avx2 if cpu::features().avx2_fma => unsafe {
+            x86::range_avx2(x)
+        },
         _ => range_scalar(x),
     }
 }
@@ -89,6 +94,35 @@ mod x86 {
         }
         let (mut l, mut h) = (_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi));
         for &v in chunks.remainder() {
+            l = l.min(v);
+            h = h.max(v);
+        }
+        [l, h]
+    }
+
+    /// [`range_avx512`] on 256-bit vectors: two of them per 16 values, so
+    /// the same values reach the scalar tail as in the reference.
+    ///
+    /// # Safety
+    /// Needs AVX.
+    #[target_feature(enable = "avx")]
+    pub(super) unsafe fn range_avx2(x: &[f32]) -> [f32; 2] {
+        let (mut lo, mut hi) = ([_mm256_setzero_ps(); 2], [_mm256_setzero_ps(); 2]);
+        let mut chunks = x.chunks_exact(16);
+        for c in &mut chunks {
+            for h in 0..2 {
+                let v = _mm256_loadu_ps(c[8 * h..].as_ptr());
+                lo[h] = _mm256_min_ps(v, lo[h]);
+                hi[h] = _mm256_max_ps(v, hi[h]);
+            }
+        }
+        let (mut los, mut his) = ([0.0f32; 16], [0.0f32; 16]);
+        for h in 0..2 {
+            _mm256_storeu_ps(los[8 * h..].as_mut_ptr(), lo[h]);
+            _mm256_storeu_ps(his[8 * h..].as_mut_ptr(), hi[h]);
+        }
+        let (mut l, mut h) = (0.0f32, 0.0f32);
+        for &v in los.iter().chain(his.iter()).chain(chunks.remainder()) {
             l = l.min(v);
             h = h.max(v);
         }
