@@ -2351,6 +2351,21 @@ mod tests {
         ));
         let mut got = vec![i32::MIN; want.len()];
         let mut ws = Conv1dInt8Workspace::new();
+        // A longer run of 255s first leaves its phases in the workspace:
+        // the run under test must overwrite every input frame it reads.
+        let long = t + 37;
+        let t_long = p.out_len(long).unwrap();
+        let mut junk = vec![0i32; p.c_out * t_long];
+        let pool = LanePool::new(1).unwrap();
+        conv.conv_integer(
+            &pool,
+            &vec![255u8; p.c_in * long],
+            zx,
+            long,
+            &mut junk,
+            &mut ws,
+        )
+        .unwrap();
         // One lane (each unit transformed and multiplied by its lane), and
         // two (the same, or, with fewer than 4 units a lane, the units'
         // output blocks split between the lanes).

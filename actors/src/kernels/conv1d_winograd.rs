@@ -17,7 +17,7 @@
 //! Data layouts (all i16 lanes hold 4 consecutive input channels per frame,
 //! the pairs `vpmaddwd` sums):
 //! - phases `[cb][r0][c][q][4]` u8: input frame `d·(4q + c) + r0` (`r0` the
-//!   dilation phase, `c` the residue mod 4), zero past the input;
+//!   dilation phase, `c` the residue mod 4), anything past the input;
 //! - transformed, per unit of [`UNIT_Q`] tiles, `[slot][r0][cb][ρ][q][4]`
 //!   i16: group `g` (at most four) reads residue `3g mod 4` from phase tile
 //!   `q + 3g div 4`, its row shifted so every group reads tile `q`. One
@@ -334,12 +334,10 @@ pub(super) fn pack_phases(
 ) {
     let (d, pq) = (geo.d, geo.pq);
     let nch = 4.min(c_in - 4 * cb);
-    // A partial block's missing channels (and phases past a short input)
-    // stay zero; otherwise every byte is written below, the tails zeroed.
-    let whole = nch == 4 && tp >= d;
-    if !whole {
-        dst.fill(0);
-    }
+    // Bytes not written here (frames past the input, a partial block's
+    // missing channels) keep whatever an earlier call left: the first only
+    // reach outputs past `t_out` (each output's transformed sum is exact
+    // whatever its neighbours hold), the second meet zero weights.
     let rows: [&[u8]; 4] = std::array::from_fn(|j| {
         if j < nch {
             &xpad[(4 * cb + j) * tp..][..tp]
@@ -354,7 +352,7 @@ pub(super) fn pack_phases(
         let mut m = 0;
         // Whole blocks of 16 frames (4 tiles): a 16-frame × 4-channel
         // transpose; without dilation, four 16-byte loads.
-        if whole && d == 1 {
+        if nch == 4 && d == 1 {
             while m + 16 <= count {
                 let src: [[u8; 16]; 4] =
                     std::array::from_fn(|j| rows[j][m..m + 16].try_into().unwrap_or([0; 16]));
@@ -377,13 +375,6 @@ pub(super) fn pack_phases(
             let at = (m % 4) * pq * 4 + (m / 4) * 4;
             for (j, row) in rows.iter().enumerate().take(nch) {
                 base[at + j] = row[d * m + r0];
-            }
-        }
-        if whole {
-            // Frames past the input: the first of residue c at or past `count`.
-            for c in 0..4 {
-                let q = (count + (4 + c - count % 4) % 4) / 4;
-                base[(c * pq + q) * 4..(c + 1) * pq * 4].fill(0);
             }
         }
     }
