@@ -21,9 +21,9 @@
 //!   unlike the saturating `vpmaddubsw`; twice the bytes, ~15% off a Kokoro
 //!   second on Zen 3), or scalar.
 //!   On the AVX2 route a stride-1, one-group conv with `k ≥ 3` takes
-//!   Winograd F(4,3) tiles instead (`kernels/conv1d_winograd.rs`): half the `vpmaddwd`s per
-//!   three taps (the multiply pipe is the limit: one `vpmaddwd` a cycle on
-//!   Zen 3), exact, so its sums are the direct route's bits.
+//!   Winograd F(6,3) tiles instead (`kernels/conv1d_winograd.rs`): 4/9 of the
+//!   `vpmaddwd`s per three taps (the multiply pipe is the limit: one `vpmaddwd` a
+//!   cycle on Zen 3), exact, so its sums are the direct route's bits.
 //!   The zero points are then applied with precomputed sums:
 //!   `Σ(x−zx)(w−zw) = Σxw − zx·Σw − zw·Σx + N·zx·zw`, `Σx` being the sum of
 //!   the input window (per frame, from per-frame column sums).
@@ -255,7 +255,7 @@ enum Tiles {
     /// `[group][co block of 32][ci/64][k][2][16][64]`: AMX weight tiles
     /// (16 output channels × 64 input channels each, 4-channel groups).
     Amx,
-    /// The AVX2 route's Winograd F(4,3) weights (stride 1, one group; see
+    /// The AVX2 route's Winograd F(6,3) weights (stride 1, one group; see
     /// [`winograd`]): `[slot][co block][ci/4][tap group][MR][4]` i16.
     Winograd,
 }
@@ -281,7 +281,7 @@ impl Tiles {
             Tiles::Vector => "vector-i8",
             Tiles::Wide => "wide-i16",
             Tiles::Amx => "amx-i8",
-            Tiles::Winograd => "wino43-i16",
+            Tiles::Winograd => "wino63-i16",
         }
     }
 

@@ -1,43 +1,45 @@
-//! Winograd F(4,3) for the AVX2 int8 dense conv (stride 1, one group).
+//! Winograd F(6,3) for the AVX2 int8 dense conv (stride 1, one group).
 //!
 //! Taps are taken three at a time (a last group of two zero-padded, a last
-//! single tap run directly); per group and tile of four outputs spaced by
-//! the dilation, six transformed inputs `Bᵀx` meet six transformed weights
-//! `24·G·w`, and `Aᵀ` of their products gives `24·Σ x·w`: 6 multiplies per
-//! 4 outputs × 3 taps instead of 12 — half the `vpmaddwd`s of the direct
-//! route on every tap group.
+//! single tap run directly); per group and tile of six outputs spaced by
+//! the dilation, eight transformed inputs `Bᵀx` meet eight transformed
+//! weights `G·w`, and `Aᵀ` of their products gives `360·Σ x·w`: 8
+//! multiplies per 6 outputs × 3 taps instead of 18 — 4/9 of the direct
+//! route's `vpmaddwd`s on every tap group (F(4,3) took 1/2).
 //!
 //! Exact in wrapping i32 arithmetic, so the route returns the direct
-//! route's bits: the transformed weights fit i16 (`|24·G·w| ≤ 24·128`), the
-//! transformed u8 inputs too (`|Bᵀx| ≤ 10·255`), and the ×24 comes off by an
-//! exact division (shift by 3, multiply by 3⁻¹ mod 2³², sign-extend 29 bits),
-//! which holds while the true sum fits 29 bits — [`eligible`] bounds
-//! `c_in · k` so that it always does.
+//! route's bits: the interpolation points are 0, ±1, ±2, ±½ and ∞, each
+//! slot scaled so `Bᵀ`, `G` and `Aᵀ` are integers; the transformed weights
+//! fit i16 (`|G·w| ≤ 90·128`), the transformed u8 inputs too (`|Bᵀx| ≤
+//! 50·255`), and the ×360 comes off by an exact division (shift by 3,
+//! multiply by 45⁻¹ mod 2³², sign-extend 29 bits), which holds while the
+//! true sum fits 29 bits — [`eligible`] bounds `c_in · k` so that it
+//! always does.
 //!
 //! Data layouts (all i16 lanes hold 4 consecutive input channels per frame,
 //! the pairs `vpmaddwd` sums):
-//! - phases `[cb][r0][c][q][4]` u8: input frame `d·(4q + c) + r0` (`r0` the
-//!   dilation phase, `c` the residue mod 4), anything past the input;
+//! - phases `[cb][r0][c][q][4]` u8: input frame `d·(6q + c) + r0` (`r0` the
+//!   dilation phase, `c` the residue mod 6), anything past the input;
 //! - transformed, per unit of [`UNIT_Q`] tiles, `[slot][r0][cb][ρ][q][4]`
-//!   i16: group `g` (at most four) reads residue `3g mod 4` from phase tile
-//!   `q + 3g div 4`, its row shifted so every group reads tile `q`. One
+//!   i16: group `g` (at most four) reads residue `3g mod 6` from phase tile
+//!   `q + 3g div 6`, its row shifted so every group reads tile `q`. One
 //!   GEMM call's reads (every channel block and group of one slot and
 //!   phase) are one contiguous, cache-line aligned run: strided rows missed
 //!   L1 on every load (the weight stream evicts them), and split lines cost
 //!   the tile ~15% more; then, for a tail tap, the unit's input frames it
-//!   reads, widened, `[r0][j][cb][q][4]` i16 (output `4q + j` of phase
+//!   reads, widened, `[r0][j][cb][q][4]` i16 (output `6q + j` of phase
 //!   `r0`), so its reads are one run too;
 //! - weights `[slot][co block][cb][group][MR][4]` i16.
 
 use super::conv1d::Conv1dParams;
 
 /// Transformed values per tile.
-pub(super) const SLOTS: usize = 6;
+pub(super) const SLOTS: usize = 8;
 /// Outputs per tile.
-pub(super) const OUTS: usize = 4;
+pub(super) const OUTS: usize = 6;
 /// Taps per group.
 pub(super) const TAPS: usize = 3;
-/// Most dilation the route takes (its output rows hold `4·d·UNIT_Q` frames).
+/// Most dilation the route takes (its output rows hold `6·d·UNIT_Q` frames).
 pub(super) const MAX_DILATION: usize = 8;
 /// Most taps the route takes: four groups, one transformed row each.
 pub(super) const MAX_KERNEL: usize = 13;
@@ -56,24 +58,37 @@ pub(super) const UNITS_PER_LANE: usize = 4;
 /// Most lanes a batch grows for ([`Geometry::new`]).
 pub(super) const MAX_BATCH_LANES: usize = 4;
 
-/// `Bᵀ` (rows: slots; columns: inputs `x[q·4·d + u·d]`).
-pub(super) const BT: [[i32; 6]; SLOTS] = [
-    [4, 0, -5, 0, 1, 0],
-    [0, -4, -4, 1, 1, 0],
-    [0, 4, -4, -1, 1, 0],
-    [0, -2, -1, 2, 1, 0],
-    [0, 2, -1, -2, 1, 0],
-    [0, 4, 0, -5, 0, 1],
+/// Inputs per tile (`OUTS + TAPS − 1`).
+const INS: usize = OUTS + TAPS - 1;
+/// `Bᵀ` (rows: slots; columns: inputs `x[q·6·d + u·d]`), rows scaled
+/// (by 4, or 2 for the ±½ points) to integers: what [`bt_rows`] computes
+/// by shared sums (the tests hold it to this).
+#[cfg(test)]
+const BT: [[i32; INS]; SLOTS] = [
+    [4, 0, -21, 0, 21, 0, -4, 0],
+    [0, 4, 4, -17, -17, 4, 4, 0],
+    [0, -4, 4, 17, -17, -4, 4, 0],
+    [0, 2, 1, -10, -5, 8, 4, 0],
+    [0, -2, 1, 10, -5, -8, 4, 0],
+    [0, 4, 8, -5, -10, 1, 2, 0],
+    [0, -4, 8, 5, -10, -1, 2, 0],
+    [0, -4, 0, 21, 0, -21, 0, 4],
 ];
-/// `24·G` (rows: slots; columns: taps).
-pub(super) const G24: [[i32; TAPS]; SLOTS] = [
-    [6, 0, 0],
-    [-4, -4, -4],
-    [-4, 4, -4],
+/// `G` (rows: slots; columns: taps), rows scaled to integers so that
+/// `Aᵀ` (in [`untransform`]) is one too at the overall scale [`SCALE`].
+pub(super) const G: [[i32; TAPS]; SLOTS] = [
+    [90, 0, 0],
+    [-20, -20, -20],
+    [-20, 20, -20],
     [1, 2, 4],
     [1, -2, 4],
-    [0, 0, 24],
+    [4, 2, 1],
+    [4, -2, 1],
+    [0, 0, 90],
 ];
+/// What the transforms multiply every sum by (2³·45; [`unscale`] divides it out).
+#[cfg(test)]
+const SCALE: i32 = 360;
 
 /// Whether a dense conv with these parameters runs on this route.
 pub(super) fn eligible(p: &Conv1dParams) -> bool {
@@ -104,7 +119,7 @@ pub(super) fn tail(k: usize) -> bool {
 
 /// Phase tiles the transformed row of group `g` is shifted by.
 fn row_shift(g: usize) -> usize {
-    TAPS * g / 4
+    TAPS * g / OUTS
 }
 
 /// Packed weight bytes for `c_out` outputs in blocks of `mr`, `cbs` channel
@@ -148,7 +163,7 @@ fn weight_index(
 }
 
 /// Pack shifted i8 weights `w: [c_out][c_in][k]` as little-endian i16
-/// `24·G·w`, `[slot][co block][ci/4][tap group][mr][4]`.
+/// `G·w`, `[slot][co block][ci/4][tap group][mr][4]`.
 pub(super) fn pack_weights(p: &Conv1dParams, mr: usize, cbs: usize, w: &[i8]) -> Vec<i8> {
     let (cin, k) = (p.c_in, p.kernel);
     let mut out = vec![0i8; weights_len(p.c_out, mr, cbs, k)];
@@ -171,7 +186,7 @@ pub(super) fn pack_weights(p: &Conv1dParams, mr: usize, cbs: usize, w: &[i8]) ->
                         0
                     }
                 };
-                for (slot, coef) in G24.iter().enumerate() {
+                for (slot, coef) in G.iter().enumerate() {
                     let u = (0..TAPS).map(|j| coef[j] * tap(j)).sum::<i32>();
                     let i = 2 * weight_index(o, ci, g, slot, mr, p.c_out.div_ceil(mr), cbs, k);
                     let [lo, hi] = (u as i16).to_le_bytes();
@@ -184,8 +199,8 @@ pub(super) fn pack_weights(p: &Conv1dParams, mr: usize, cbs: usize, w: &[i8]) ->
     out
 }
 
-/// The shifted weight `(o, ci, tap)` back from a packing (rows 0, 1 and 5
-/// of `24·G` invert it): re-packing for another route.
+/// The shifted weight `(o, ci, tap)` back from a packing (rows 0, 1 and 7
+/// of `G` invert it): re-packing for another route.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn weight_of(
     packed: &[i8],
@@ -206,20 +221,22 @@ pub(super) fn weight_of(
         let i = 2 * weight_index(o, ci, g, slot, mr, c_out.div_ceil(mr), cbs, k);
         i16::from_le_bytes([packed[i] as u8, packed[i + 1] as u8]) as i32
     };
-    let (w0, w2) = (u(0) / 6, u(5) / 24);
+    let (w0, w2) = (u(0) / 90, u(SLOTS - 1) / 90);
     match tap % TAPS {
         0 => w0,
-        1 => -u(1) / 4 - w0 - w2,
+        1 => -u(1) / 20 - w0 - w2,
         _ => w2,
     }
 }
 
-/// `Σ x·w` from the transformed-domain sum `24·Σ x·w` (wrapped), exactly.
+/// 45⁻¹ mod 2³² ([`SCALE`] is 2³·45).
+const INV45: i32 = 0xA4FA_4FA5u32 as i32;
+
+/// `Σ x·w` from the transformed-domain sum `360·Σ x·w` (wrapped), exactly.
 #[inline(always)]
 pub(super) fn unscale(v: i32) -> i32 {
-    // 3⁻¹ mod 2³²: the low 29 bits of (v >> 3)·3⁻¹ are those of Σ x·w.
-    const INV3: i32 = 0xAAAA_AAABu32 as i32;
-    (v >> 3).wrapping_mul(INV3).wrapping_shl(3) >> 3
+    // The low 29 bits of (v >> 3)·45⁻¹ are those of Σ x·w.
+    (v >> 3).wrapping_mul(INV45).wrapping_shl(3) >> 3
 }
 
 /// How one conv call's tiles are laid out.
@@ -229,7 +246,7 @@ pub(super) struct Geometry {
     pub d: usize,
     /// Channel blocks of 4.
     pub cbs: usize,
-    /// Tap groups, each reading its own residue (`3g mod 4`) and row.
+    /// Tap groups, each reading its own residue (`3g mod 6`) and row.
     pub rhos: usize,
     /// Tiles per phase covering every output (whole units).
     pub tiles: usize,
@@ -253,10 +270,10 @@ impl Geometry {
         let batch_units = (BATCH_FRAMES * lanes / unit_frames)
             .max(UNITS_PER_LANE * lanes)
             .clamp(1, units);
-        // A unit's transform reads 2 phase tiles past its 16 and its rows'
-        // shift (at most 2); the tail tap reads whole vectors from tile
-        // q + (k + 2) div 4.
-        let pq = tiles + 4 + (p.kernel + 2) / 4 + UNIT_Q;
+        // A unit's transform reads a phase tile past its 16 and its rows'
+        // shift (at most 1); the tail tap reads whole vectors from tile
+        // q + (k + 4) div 6.
+        let pq = tiles + 4 + (p.kernel + 4) / OUTS + UNIT_Q;
         Self {
             d,
             cbs,
@@ -270,7 +287,7 @@ impl Geometry {
 
     /// Bytes of the phase buffer.
     pub fn phase_len(&self) -> usize {
-        self.cbs * self.d * 4 * self.pq * 4
+        self.cbs * self.d * OUTS * self.pq * 4
     }
 
     /// Units (of [`UNIT_Q`] tiles) per phase.
@@ -318,7 +335,7 @@ impl Geometry {
     /// Byte offset in the phase buffer of phase `r0`, residue `c`, tile `q`
     /// (channel block 0; blocks are [`Geometry::phase_len`] / cbs apart).
     pub fn phase_at(&self, r0: usize, c: usize, q: usize) -> usize {
-        ((r0 * 4 + c) * self.pq + q) * 4
+        ((r0 * OUTS + c) * self.pq + q) * 4
     }
 }
 
@@ -346,33 +363,36 @@ pub(super) fn pack_phases(
         }
     });
     for r0 in 0..d.min(tp) {
-        // Frames d·m + r0 of this phase; frame m goes to phase m mod 4, tile m div 4.
-        let count = (tp - r0).div_ceil(d).min(4 * pq);
-        let base = &mut dst[r0 * 4 * pq * 4..][..4 * pq * 4];
+        // Frames d·m + r0 of this phase; frame m goes to residue m mod 6, tile m div 6.
+        let count = (tp - r0).div_ceil(d).min(OUTS * pq);
+        let base = &mut dst[r0 * OUTS * pq * 4..][..OUTS * pq * 4];
         let mut m = 0;
-        // Whole blocks of 16 frames (4 tiles): a 16-frame × 4-channel
-        // transpose; without dilation, four 16-byte loads.
-        if nch == 4 && d == 1 {
-            while m + 16 <= count {
-                let src: [[u8; 16]; 4] =
-                    std::array::from_fn(|j| rows[j][m..m + 16].try_into().unwrap_or([0; 16]));
-                store_block(base, pq, m, &transpose16x4(&src));
-                m += 16;
-            }
-        } else {
-            while m + 16 <= count {
-                let mut src = [[0u8; 16]; 4];
-                for (s, row) in src.iter_mut().zip(&rows).take(nch) {
-                    for (i, x) in s.iter_mut().enumerate() {
-                        *x = row[d * (m + i) + r0];
+        // Whole blocks of 24 frames (4 tiles): a 24-frame × 4-channel
+        // interleave, then each residue's 4 tiles as one 16-byte row;
+        // without dilation, the channels' frames are contiguous loads.
+        if nch == 4 {
+            while m + BLOCK <= count {
+                let mut gathered = [[0u8; BLOCK]; 4];
+                let src: [&[u8]; 4] = if d == 1 {
+                    // Loaded in place (a copy first stalls its loads on store forwarding).
+                    std::array::from_fn(|j| &rows[j][m..m + BLOCK])
+                } else {
+                    for (s, row) in gathered.iter_mut().zip(&rows) {
+                        for (i, x) in s.iter_mut().enumerate() {
+                            *x = row[d * (m + i) + r0];
+                        }
                     }
+                    std::array::from_fn(|j| &gathered[j][..])
+                };
+                let q = m / OUTS;
+                for (c, r) in residue_rows(src).iter().enumerate() {
+                    base[(c * pq + q) * 4..][..16].copy_from_slice(r);
                 }
-                store_block(base, pq, m, &transpose16x4(&src));
-                m += 16;
+                m += BLOCK;
             }
         }
         for m in m..count {
-            let at = (m % 4) * pq * 4 + (m / 4) * 4;
+            let at = ((m % OUTS) * pq + m / OUTS) * 4;
             for (j, row) in rows.iter().enumerate().take(nch) {
                 base[at + j] = row[d * m + r0];
             }
@@ -380,45 +400,72 @@ pub(super) fn pack_phases(
     }
 }
 
-/// Store a transposed 16-frame block from frame `m` (a multiple of 16).
-#[inline(always)]
-fn store_block(base: &mut [u8], pq: usize, m: usize, out: &[[u8; 16]; 4]) {
-    for (c, o) in out.iter().enumerate() {
-        base[c * pq * 4 + m..][..16].copy_from_slice(o);
-    }
-}
+/// Frames [`pack_phases`] moves at a time: 4 tiles.
+const BLOCK: usize = 4 * OUTS;
 
-/// 16 frames of 4 channels (`src[j][f]`) → per phase `c`, its 4 tiles'
-/// frames `4i + c` as `[tile][channel]` (`out[c][4i + j] = src[j][4i + c]`).
+/// 24 frames of 4 channels (`src[j][f]`) → per residue `c`, its 4 tiles'
+/// frames `6t + c` as `[tile][channel]` (`out[c][4t + j] = src[j][6t + c]`).
 #[inline(always)]
-fn transpose16x4(src: &[[u8; 16]; 4]) -> [[u8; 16]; 4] {
+fn residue_rows(src: [&[u8]; 4]) -> [[u8; 16]; OUTS] {
+    let src: [&[u8]; 4] = src.map(|r| &r[..BLOCK]);
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of x86-64; unaligned loads and stores of 16-byte arrays.
+    // SAFETY: SSE2 is part of x86-64; unaligned 16- and 8-byte loads inside
+    // the 24-byte rows, and 16-byte stores of 16-byte arrays.
     unsafe {
         use std::arch::x86_64::*;
-        let r: [__m128i; 4] = std::array::from_fn(|j| _mm_loadu_si128(src[j].as_ptr().cast()));
+        let lo: [__m128i; 4] = std::array::from_fn(|j| _mm_loadu_si128(src[j].as_ptr().cast()));
+        let hi: [__m128i; 4] =
+            std::array::from_fn(|j| _mm_loadl_epi64(src[j][16..].as_ptr().cast()));
         // Channel pairs, then 4-channel frames: u[k] = frames 4k..4k+4.
-        let (t0, t1) = (_mm_unpacklo_epi8(r[0], r[1]), _mm_unpackhi_epi8(r[0], r[1]));
-        let (t2, t3) = (_mm_unpacklo_epi8(r[2], r[3]), _mm_unpackhi_epi8(r[2], r[3]));
-        let (u0, u1) = (_mm_unpacklo_epi16(t0, t2), _mm_unpackhi_epi16(t0, t2));
-        let (u2, u3) = (_mm_unpacklo_epi16(t1, t3), _mm_unpackhi_epi16(t1, t3));
-        // A 4 × 4 transpose of those frames (dwords): phase c takes dword c of each.
-        let (v0, v1) = (_mm_unpacklo_epi32(u0, u1), _mm_unpackhi_epi32(u0, u1));
-        let (v2, v3) = (_mm_unpacklo_epi32(u2, u3), _mm_unpackhi_epi32(u2, u3));
-        let o = [
-            _mm_unpacklo_epi64(v0, v2),
-            _mm_unpackhi_epi64(v0, v2),
-            _mm_unpacklo_epi64(v1, v3),
-            _mm_unpackhi_epi64(v1, v3),
-        ];
-        let mut out = [[0u8; 16]; 4];
-        for (d, v) in out.iter_mut().zip(o) {
+        let (t0, t1) = (
+            _mm_unpacklo_epi8(lo[0], lo[1]),
+            _mm_unpackhi_epi8(lo[0], lo[1]),
+        );
+        let (t2, t3) = (
+            _mm_unpacklo_epi8(lo[2], lo[3]),
+            _mm_unpackhi_epi8(lo[2], lo[3]),
+        );
+        let (h0, h2) = (
+            _mm_unpacklo_epi8(hi[0], hi[1]),
+            _mm_unpacklo_epi8(hi[2], hi[3]),
+        );
+        let u = [
+            _mm_unpacklo_epi16(t0, t2),
+            _mm_unpackhi_epi16(t0, t2),
+            _mm_unpacklo_epi16(t1, t3),
+            _mm_unpackhi_epi16(t1, t3),
+            _mm_unpacklo_epi16(h0, h2),
+            _mm_unpackhi_epi16(h0, h2),
+        ]
+        .map(|v| _mm_castsi128_ps(v));
+        // Residues c and c + 1 (c even) take frames c, c + 1 of tiles 0–3:
+        // word pairs gathered from two frame vectors, then split even/odd.
+        let pair = |x: __m128, y: __m128| {
+            [
+                _mm_castps_si128(_mm_shuffle_ps::<0x88>(x, y)),
+                _mm_castps_si128(_mm_shuffle_ps::<0xDD>(x, y)),
+            ]
+        };
+        let [r0, r1] = pair(
+            _mm_shuffle_ps::<0xE4>(u[0], u[1]),
+            _mm_shuffle_ps::<0xE4>(u[3], u[4]),
+        );
+        let [r2, r3] = pair(
+            _mm_shuffle_ps::<0x4E>(u[0], u[2]),
+            _mm_shuffle_ps::<0x4E>(u[3], u[5]),
+        );
+        let [r4, r5] = pair(
+            _mm_shuffle_ps::<0xE4>(u[1], u[2]),
+            _mm_shuffle_ps::<0xE4>(u[4], u[5]),
+        );
+        let mut out = [[0u8; 16]; OUTS];
+        for (d, v) in out.iter_mut().zip([r0, r1, r2, r3, r4, r5]) {
             _mm_storeu_si128(d.as_mut_ptr().cast(), v);
         }
         out
     }
     #[cfg(not(target_arch = "x86_64"))]
-    std::array::from_fn(|c| std::array::from_fn(|f| src[f % 4][4 * (f / 4) + c]))
+    std::array::from_fn(|c| std::array::from_fn(|b| src[b % 4][c + OUTS * (b / 4)]))
 }
 
 /// Transform the unit of tiles `q..q + UNIT_Q` of every channel block,
@@ -452,22 +499,22 @@ fn transform_unit_body(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16])
     let plen = geo.phase_len() / geo.cbs;
     // The six slots' regions (slot s holds rows (s, r0) for every phase).
     let stride = geo.row_at(1, 0);
-    let (s0, rest) = dst.split_at_mut(stride);
-    let (s1, rest) = rest.split_at_mut(stride);
-    let (s2, rest) = rest.split_at_mut(stride);
-    let (s3, rest) = rest.split_at_mut(stride);
-    let (s4, rest) = rest.split_at_mut(stride);
-    let mut slots = [s0, s1, s2, s3, s4, &mut rest[..stride]];
+    let mut rest = &mut dst[..SLOTS * stride];
+    let mut slots: [&mut [i16]; SLOTS] = std::array::from_fn(|_| {
+        let (slot, tail) = std::mem::take(&mut rest).split_at_mut(stride);
+        rest = tail;
+        slot
+    });
     for cb in 0..geo.cbs {
         let src = &phases[cb * plen..][..plen];
         for g in 0..rhos {
-            let rho = (TAPS * g) % 4;
+            let rho = (TAPS * g) % OUTS;
             for r0 in 0..d {
-                // x_u = phase (ρ + u) mod 4 from tile q + (ρ + u) div 4, past
+                // x_u = phase (ρ + u) mod 6 from tile q + (ρ + u) div 6, past
                 // the row's shift.
-                let x: [&[u8]; 6] = std::array::from_fn(|u| {
-                    let (c, dq) = ((rho + u) % 4, row_shift(g) + (rho + u) / 4);
-                    &src[(r0 * 4 + c) * pq * 4 + (q + dq) * 4..][..ROW]
+                let x: [&[u8]; INS] = std::array::from_fn(|u| {
+                    let (c, dq) = ((rho + u) % OUTS, row_shift(g) + (rho + u) / OUTS);
+                    &src[(r0 * OUTS + c) * pq * 4 + (q + dq) * 4..][..ROW]
                 });
                 let at = geo.row_at(0, r0) + (cb * rhos + g) * ROW;
                 bt_rows(&x, &mut slots, at);
@@ -475,15 +522,16 @@ fn transform_unit_body(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16])
         }
     }
     if tail(geo.k) {
-        // Output d·(4i + j) + r0 of the tail tap reads phase (j + k − 1)
-        // mod 4 at tile i + (j + k − 1) div 4; widened here once, not by
+        // Output d·(6i + j) + r0 of the tail tap reads phase (j + k − 1)
+        // mod 6 at tile i + (j + k − 1) div 6; widened here once, not by
         // every output block's GEMM.
         for r0 in 0..d {
             for j in 0..OUTS {
                 let e = j + geo.k - 1;
                 let row = geo.tail_row_at(r0, j);
                 for cb in 0..geo.cbs {
-                    let src = &phases[cb * plen + geo.phase_at(r0, e % 4, q + e / 4)..][..ROW];
+                    let src =
+                        &phases[cb * plen + geo.phase_at(r0, e % OUTS, q + e / OUTS)..][..ROW];
                     for (o, &x) in dst[row + cb * ROW..][..ROW].iter_mut().zip(src) {
                         *o = x as i16;
                     }
@@ -500,31 +548,37 @@ pub(super) fn bytes_of(v: &[i16]) -> &[u8] {
 }
 
 /// `Bᵀx` of one row: `out[s][at + i] = Σ_u Bᵀ[s][u]·x[u][i]` (i16; within
-/// ±1275·2), all six slots in one pass over the inputs (Bᵀ's constants fold,
-/// and the loop vectorizes).
+/// ±50·255), all eight slots in one pass over the inputs (`Bᵀ`'s shared
+/// sums, and the loop vectorizes).
 #[inline(always)]
-fn bt_rows(x: &[&[u8]; 6], out: &mut [&mut [i16]; SLOTS], at: usize) {
-    let x: [&[u8]; 6] = std::array::from_fn(|u| &x[u][..ROW]);
-    let [o0, o1, o2, o3, o4, o5] = out;
-    let (o0, o1, o2) = (
+fn bt_rows(x: &[&[u8]; INS], out: &mut [&mut [i16]; SLOTS], at: usize) {
+    let x: [&[u8]; INS] = std::array::from_fn(|u| &x[u][..ROW]);
+    let [o0, o1, o2, o3, o4, o5, o6, o7] = out;
+    let o: [&mut [i16]; SLOTS] = [
         &mut o0[at..][..ROW],
         &mut o1[at..][..ROW],
         &mut o2[at..][..ROW],
-    );
-    let (o3, o4, o5) = (
         &mut o3[at..][..ROW],
         &mut o4[at..][..ROW],
         &mut o5[at..][..ROW],
-    );
-    let row = |s: usize, v: &[i16; 6]| (0..6).fold(0i16, |a, u| a + BT[s][u] as i16 * v[u]);
+        &mut o6[at..][..ROW],
+        &mut o7[at..][..ROW],
+    ];
+    let [o0, o1, o2, o3, o4, o5, o6, o7] = o;
     for i in 0..ROW {
-        let v: [i16; 6] = std::array::from_fn(|u| x[u][i] as i16);
-        o0[i] = row(0, &v);
-        o1[i] = row(1, &v);
-        o2[i] = row(2, &v);
-        o3[i] = row(3, &v);
-        o4[i] = row(4, &v);
-        o5[i] = row(5, &v);
+        let v: [i16; INS] = std::array::from_fn(|u| x[u][i] as i16);
+        // Rows 1–6 pair up as p ± q: the even inputs' sum and the odd ones'.
+        let (e1, d1) = (4 * (v[2] + v[6]) - 17 * v[4], 4 * (v[1] + v[5]) - 17 * v[3]);
+        let (e3, d3) = (v[2] + 4 * v[6] - 5 * v[4], 2 * v[1] + 8 * v[5] - 10 * v[3]);
+        let (e5, d5) = (8 * v[2] + 2 * v[6] - 10 * v[4], 4 * v[1] + v[5] - 5 * v[3]);
+        o0[i] = 4 * (v[0] - v[6]) + 21 * (v[4] - v[2]);
+        o1[i] = e1 + d1;
+        o2[i] = e1 - d1;
+        o3[i] = e3 + d3;
+        o4[i] = e3 - d3;
+        o5[i] = e5 + d5;
+        o6[i] = e5 - d5;
+        o7[i] = 4 * (v[7] - v[1]) + 21 * (v[3] - v[5]);
     }
 }
 
@@ -550,9 +604,10 @@ pub(super) fn untransform<const N: usize>(
     untransform_body(acc, tail, d, r0, row)
 }
 
-/// [`untransform`] without dilation, 8 tiles a step: the four outputs of
-/// each tile interleaved in registers (a 4 × 8 transpose) and stored as
-/// whole vectors (the lane-wise body scatters them one `i32` at a time).
+/// [`untransform`] without dilation, 8 tiles a step: the six outputs of
+/// each tile gathered in registers (a 4 × 8 and a 2 × 8 transpose) and
+/// stored as a 4-word and a 2-word vector (the lane-wise body scatters them
+/// one `i32` at a time).
 ///
 /// # Safety
 /// Needs AVX2.
@@ -565,36 +620,50 @@ unsafe fn untransform_d1_avx2<const N: usize>(
 ) {
     use std::arch::x86_64::*;
     let row = &mut row[..OUTS * N];
-    let inv3 = _mm256_set1_epi32(0xAAAA_AAABu32 as i32);
+    let inv45 = _mm256_set1_epi32(INV45);
     // `unscale`, lane-wise.
     let unscale = |v: __m256i| {
         _mm256_srai_epi32::<3>(_mm256_slli_epi32::<3>(_mm256_mullo_epi32(
             _mm256_srai_epi32::<3>(v),
-            inv3,
+            inv45,
         )))
     };
+    let add = |a, b| _mm256_add_epi32(a, b);
+    let sub = |a, b| _mm256_sub_epi32(a, b);
     for i in (0..N).step_by(8) {
-        // SAFETY: i + 8 ≤ N, within every [i32; N]; the stores within `row` (4N).
+        // SAFETY: i + 8 ≤ N, within every [i32; N]; the stores within `row` (6N).
         let ld = |v: &[i32; N]| _mm256_loadu_si256(v[i..].as_ptr().cast());
         let s: [__m256i; SLOTS] = std::array::from_fn(|k| ld(m[k]));
-        let (a, b) = (_mm256_add_epi32(s[1], s[2]), _mm256_sub_epi32(s[1], s[2]));
-        let (c, e) = (_mm256_add_epi32(s[3], s[4]), _mm256_sub_epi32(s[3], s[4]));
+        let (a, b) = (add(s[1], s[2]), sub(s[1], s[2]));
+        let (c, e) = (add(s[3], s[4]), sub(s[3], s[4]));
+        let (f, h) = (add(s[5], s[6]), sub(s[5], s[6]));
         let mut y = [
-            unscale(_mm256_add_epi32(_mm256_add_epi32(s[0], a), c)),
-            unscale(_mm256_add_epi32(b, _mm256_slli_epi32::<1>(e))),
-            unscale(_mm256_add_epi32(a, _mm256_slli_epi32::<2>(c))),
-            unscale(_mm256_add_epi32(
-                _mm256_add_epi32(b, _mm256_slli_epi32::<3>(e)),
-                s[5],
+            unscale(add(add(s[0], a), add(c, _mm256_slli_epi32::<5>(f)))),
+            unscale(add(
+                b,
+                add(_mm256_slli_epi32::<1>(e), _mm256_slli_epi32::<4>(h)),
             )),
+            unscale(add(
+                a,
+                add(_mm256_slli_epi32::<2>(c), _mm256_slli_epi32::<3>(f)),
+            )),
+            unscale(add(
+                b,
+                add(_mm256_slli_epi32::<3>(e), _mm256_slli_epi32::<2>(h)),
+            )),
+            unscale(add(
+                a,
+                add(_mm256_slli_epi32::<4>(c), _mm256_slli_epi32::<1>(f)),
+            )),
+            unscale(add(add(b, _mm256_slli_epi32::<5>(e)), add(h, s[7]))),
         ];
         if let Some(t) = tail {
             for (yj, tj) in y.iter_mut().zip(t) {
-                *yj = _mm256_add_epi32(*yj, ld(tj));
+                *yj = add(*yj, ld(tj));
             }
         }
-        // Frames 4(i + l) + j: pairs, then quads (tile l | tile l + 4 per
-        // 128-bit lane), then the lanes put in order.
+        // Outputs 0–3 of each tile: pairs, then quads (tile l | tile l + 4
+        // per 128-bit lane); outputs 4–5: pairs.
         let (t0, t1) = (
             _mm256_unpacklo_epi32(y[0], y[1]),
             _mm256_unpackhi_epi32(y[0], y[1]),
@@ -603,17 +672,39 @@ unsafe fn untransform_d1_avx2<const N: usize>(
             _mm256_unpacklo_epi32(y[2], y[3]),
             _mm256_unpackhi_epi32(y[2], y[3]),
         );
-        let (u0, u1) = (_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2));
-        let (u2, u3) = (_mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3));
-        let out = [
-            _mm256_permute2x128_si256::<0x20>(u0, u1),
-            _mm256_permute2x128_si256::<0x20>(u2, u3),
-            _mm256_permute2x128_si256::<0x31>(u0, u1),
-            _mm256_permute2x128_si256::<0x31>(u2, u3),
+        let u = [
+            _mm256_unpacklo_epi64(t0, t2),
+            _mm256_unpackhi_epi64(t0, t2),
+            _mm256_unpacklo_epi64(t1, t3),
+            _mm256_unpackhi_epi64(t1, t3),
         ];
-        let dst = &mut row[OUTS * i..][..32];
-        for (k, v) in out.into_iter().enumerate() {
-            _mm256_storeu_si256(dst[8 * k..].as_mut_ptr().cast(), v);
+        let p = [
+            _mm256_unpacklo_epi32(y[4], y[5]),
+            _mm256_unpackhi_epi32(y[4], y[5]),
+        ];
+        let dst = &mut row[OUTS * i..][..OUTS * 8];
+        for l in 0..8 {
+            // Tile l: quad u[l % 4] in lane l / 4; its pair p[(l / 2) % 2],
+            // lane l / 4, half l % 2.
+            let (quad, pair) = if l < 4 {
+                (
+                    _mm256_castsi256_si128(u[l]),
+                    _mm256_castsi256_si128(p[(l / 2) % 2]),
+                )
+            } else {
+                (
+                    _mm256_extracti128_si256::<1>(u[l - 4]),
+                    _mm256_extracti128_si256::<1>(p[(l / 2) % 2]),
+                )
+            };
+            let pair = if l % 2 == 0 {
+                pair
+            } else {
+                _mm_unpackhi_epi64(pair, pair)
+            };
+            let o = dst[OUTS * l..].as_mut_ptr();
+            _mm_storeu_si128(o.cast(), quad);
+            _mm_storel_epi64(o.add(4).cast(), pair);
         }
     }
 }
@@ -642,16 +733,28 @@ fn untransform_body<const N: usize>(
     r0: usize,
     row: &mut [i32],
 ) {
-    // Aᵀ by its shared sums: y0 = m0 + a + c, y1 = b + 2e, y2 = a + 4c,
-    // y3 = b + 8e + m5 (a, b = m1 ± m2; c, e = m3 ± m4); lane-wise, so it vectorizes.
+    // Aᵀ by its shared sums (a, b = m1 ± m2; c, e = m3 ± m4; f, h = m5 ±
+    // m6): y_j = (a or b) + 2^j·(c or e) + 2^(5−j)·(f or h), m0 in y0, m7 in
+    // y5; lane-wise, so it vectorizes.
     let mut y = [[0i32; N]; OUTS];
     for i in 0..N {
         let (a, b) = (m[1][i].wrapping_add(m[2][i]), m[1][i].wrapping_sub(m[2][i]));
         let (c, e) = (m[3][i].wrapping_add(m[4][i]), m[3][i].wrapping_sub(m[4][i]));
-        y[0][i] = unscale(m[0][i].wrapping_add(a).wrapping_add(c));
-        y[1][i] = unscale(b.wrapping_add(e.wrapping_shl(1)));
-        y[2][i] = unscale(a.wrapping_add(c.wrapping_shl(2)));
-        y[3][i] = unscale(b.wrapping_add(e.wrapping_shl(3)).wrapping_add(m[5][i]));
+        let (f, h) = (m[5][i].wrapping_add(m[6][i]), m[5][i].wrapping_sub(m[6][i]));
+        for (j, yj) in y.iter_mut().enumerate() {
+            let (ab, ce, fh) = if j % 2 == 0 { (a, c, f) } else { (b, e, h) };
+            let v = ab
+                .wrapping_add(ce.wrapping_shl(j as u32))
+                .wrapping_add(fh.wrapping_shl(5 - j as u32));
+            yj[i] = match j {
+                0 => v.wrapping_add(m[0][i]),
+                5 => v.wrapping_add(m[SLOTS - 1][i]),
+                _ => v,
+            };
+        }
+        for yj in y.iter_mut() {
+            yj[i] = unscale(yj[i]);
+        }
     }
     if let Some(t) = tail {
         for (yj, tj) in y.iter_mut().zip(t) {
@@ -671,33 +774,85 @@ fn untransform_body<const N: usize>(
 mod tests {
     use super::*;
 
-    /// The scale the weight transform carries (its fractions' denominator).
-    const SCALE: i32 = 24;
     /// `Aᵀ` (rows: outputs; columns: slots), as [`untransform`] computes it.
     const AT: [[i32; SLOTS]; OUTS] = [
-        [1, 1, 1, 1, 1, 0],
-        [0, 1, -1, 2, -2, 0],
-        [0, 1, 1, 4, 4, 0],
-        [0, 1, -1, 8, -8, 1],
+        [1, 1, 1, 1, 1, 32, 32, 0],
+        [0, 1, -1, 2, -2, 16, -16, 0],
+        [0, 1, 1, 4, 4, 8, 8, 0],
+        [0, 1, -1, 8, -8, 4, -4, 0],
+        [0, 1, 1, 16, 16, 2, 2, 0],
+        [0, 1, -1, 32, -32, 1, -1, 1],
     ];
 
-    /// The transforms are exact: `Aᵀ[(24·G·w) ⊙ (Bᵀx)] = 24·Σ w·x`.
+    /// The transforms are exact: `Aᵀ[(G·w) ⊙ (Bᵀx)] = 360·Σ w·x`, and
+    /// every transformed value fits i16 (each row's largest sum).
     #[test]
     fn transforms_are_exact_at_the_extremes() {
+        let sum_abs = |r: &[i32]| r.iter().map(|v| v.abs()).sum::<i32>();
+        assert!(BT.iter().all(|r| sum_abs(r) * 255 <= i16::MAX as i32));
+        assert!(G.iter().all(|r| sum_abs(r) * 128 <= i16::MAX as i32));
         for (x, w) in [
-            ([255i32; 6], [-128i32; 3]),
-            ([0, 255, 0, 255, 0, 255], [127, -128, 127]),
-            ([17, 3, 250, 1, 99, 0], [-1, 77, -128]),
+            ([255i32; INS], [-128i32; 3]),
+            ([0, 255, 0, 255, 0, 255, 0, 255], [127, -128, 127]),
+            ([17, 3, 250, 1, 99, 0, 200, 45], [-1, 77, -128]),
         ] {
-            let v: [i32; 6] = std::array::from_fn(|s| (0..6).map(|u| BT[s][u] * x[u]).sum());
-            let u: [i32; 6] = std::array::from_fn(|s| (0..3).map(|j| G24[s][j] * w[j]).sum());
-            assert!(v.iter().all(|v| i16::try_from(*v).is_ok()));
-            assert!(u.iter().all(|u| i16::try_from(*u).is_ok()));
+            let v: [i32; SLOTS] = std::array::from_fn(|s| (0..INS).map(|u| BT[s][u] * x[u]).sum());
+            let u: [i32; SLOTS] = std::array::from_fn(|s| (0..3).map(|j| G[s][j] * w[j]).sum());
             for (j, a) in AT.iter().enumerate() {
-                let y: i32 = (0..6).map(|s| a[s] * u[s] * v[s]).sum();
+                let y: i32 = (0..SLOTS).map(|s| a[s] * u[s] * v[s]).sum();
                 let want: i32 = (0..3).map(|t| w[t] * x[j + t]).sum();
                 assert_eq!(y, SCALE * want);
                 assert_eq!(unscale(y), want);
+            }
+        }
+    }
+
+    /// [`bt_rows`]' shared sums are `Bᵀ`, and [`untransform`] (every route
+    /// this CPU runs, with and without dilation and a tail) is `Aᵀ`.
+    #[test]
+    fn transforms_match_their_matrices() {
+        let rows: [Vec<u8>; INS] =
+            std::array::from_fn(|u| (0..ROW).map(|i| ((i * 37 + u * 101) % 256) as u8).collect());
+        let x: [&[u8]; INS] = std::array::from_fn(|u| &rows[u][..]);
+        let mut bufs: [Vec<i16>; SLOTS] = std::array::from_fn(|_| vec![0; ROW + 3]);
+        {
+            let mut out: [&mut [i16]; SLOTS] = {
+                let mut it = bufs.iter_mut();
+                std::array::from_fn(|_| &mut it.next().expect("eight slots")[..])
+            };
+            bt_rows(&x, &mut out, 3);
+        }
+        for (s, b) in bufs.iter().enumerate() {
+            for i in 0..ROW {
+                let want: i32 = (0..INS).map(|u| BT[s][u] * rows[u][i] as i32).sum();
+                assert_eq!(b[3 + i] as i32, want, "slot {s} lane {i}");
+            }
+        }
+        const N: usize = 16;
+        let m: [[i32; N]; SLOTS] = std::array::from_fn(|s| {
+            std::array::from_fn(|i| SCALE * ((s * 7919 + i * 104_729) % 20_011) as i32 - 36_000_000)
+        });
+        let t: [[i32; N]; OUTS] =
+            std::array::from_fn(|j| std::array::from_fn(|i| (j * 31 + i) as i32));
+        let mr: [&[i32; N]; SLOTS] = std::array::from_fn(|s| &m[s]);
+        let tr: [&[i32; N]; OUTS] = std::array::from_fn(|j| &t[j]);
+        for d in [1, 3] {
+            for with_tail in [false, true] {
+                let mut row = vec![0i32; d * OUTS * N];
+                let r0 = d - 1;
+                untransform(&mr, with_tail.then_some(tr), d, r0, &mut row);
+                for i in 0..N {
+                    for (j, a) in AT.iter().enumerate() {
+                        let y = (0..SLOTS)
+                            .fold(0i32, |acc, s| acc.wrapping_add(a[s].wrapping_mul(m[s][i])));
+                        let want = unscale(y).wrapping_add(if with_tail { t[j][i] } else { 0 });
+                        assert_eq!(
+                            row[d * (OUTS * i + j) + r0],
+                            want,
+                            "d {d} tile {i} output {j}"
+                        );
+                    }
+                }
             }
         }
     }

@@ -502,7 +502,7 @@ fn conv_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
                 .map_err(err)?;
             // The tiles this route takes, then (where those are Winograd's)
             // the direct tiles beside them for comparison.
-            let winograd = int8.tiles() == Some("wino43-i16");
+            let winograd = int8.tiles() == Some("wino63-i16");
             for direct_tiles in [false, true] {
                 if direct_tiles && !winograd {
                     break;
@@ -520,7 +520,7 @@ fn conv_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
                 rows.push(Row {
                     kernel: "conv1d",
                     dtype: match (winograd, direct_tiles) {
-                        (true, false) => "int8 (Winograd F(4,3))",
+                        (true, false) => "int8 (Winograd F(6,3))",
                         (true, true) => "int8 (direct tiles)",
                         _ => "int8",
                     },

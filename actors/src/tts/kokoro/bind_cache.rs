@@ -33,7 +33,7 @@ const PHASES_FORMAT: &str = "voxlane.conv_transpose1d/phases-f32";
 
 /// Version of the packed layouts a cache holds: raise it with any change to
 /// how a route packs, so every older cache is rewritten at once.
-pub const PACK_LAYOUT: u32 = 6;
+pub const PACK_LAYOUT: u32 = 7;
 
 /// Where the bind cache of voxlane weight file `model` lives on this CPU's route.
 pub fn cache_path(model: &Path) -> PathBuf {
@@ -317,8 +317,8 @@ mod tests {
     use crate::kernels::matmul::IntWeights;
 
     /// The packed bytes of every tiles kind this machine can pack, hashed
-    /// (FNV-1a) for [`PACK_LAYOUT`] 6 (the convs' unchanged since 3; 5 split
-    /// the AVX2 GEMM's pairs, 6 keeps many fixes as a plane). A cache maps packings written by an
+    /// (FNV-1a) for [`PACK_LAYOUT`] 7 (5 split the AVX2 GEMM's pairs, 6 keeps
+    /// many fixes as a plane, 7 packs Winograd F(6,3)). A cache maps packings written by an
     /// earlier build: when this fails, a packing changed, so raise
     /// `PACK_LAYOUT` (older caches are then rewritten) and record the new hashes.
     #[test]
@@ -326,7 +326,7 @@ mod tests {
         // (shape, tiles, hash)
         const KNOWN: [(usize, &str, u64); 4] = [
             (0, "vector-i8", 0x154c4011aae61510),
-            (0, "wino43-i16", 0x939de1accc96d897),
+            (0, "wino63-i16", 0xf4a7d6dbcc2a8cc8),
             (1, "vector-i8", 0xbdf7a9a76607de63),
             (1, "wide-i16", 0xe0ca3a1db899c146),
         ];
@@ -337,7 +337,7 @@ mod tests {
             (QRoute::Avx2, false, 0xfdf0f3c6c84cf873),
         ];
         assert_eq!(
-            PACK_LAYOUT, 6,
+            PACK_LAYOUT, 7,
             "record the hashes of the new layout version"
         );
         let fnv = |bytes: &[u8]| {
