@@ -1473,7 +1473,7 @@ impl Dense<'_> {
 impl Dense<'_> {
     /// Winograd unit `unit` (its transformed tiles `v`), output blocks
     /// `block_range`: per group of blocks and phase, the
-    /// six slot GEMMs (slot outer: one slot's input panel stays in L1 while
+    /// eight slot GEMMs (slot outer: one slot's input panel stays in L1 while
     /// the blocks' weights stream), the output transform into frame rows,
     /// then the rows' finish.
     fn winograd_unit(
@@ -1510,7 +1510,7 @@ impl Dense<'_> {
     }
 
     /// [`Dense::winograd_unit`] from output frame `t0` with rows of
-    /// `FRAMES ≥ 4·d·UNIT_Q` frames, computing `N` tiles per phase.
+    /// `FRAMES ≥ 6·d·UNIT_Q` frames, computing `N` tiles per phase.
     fn winograd_rows<const FRAMES: usize, const N: usize>(
         &self,
         geo: &winograd::Geometry,

@@ -111,8 +111,8 @@ pub(super) fn groups(k: usize) -> usize {
     }
 }
 
-/// Whether the last tap runs directly (`k ≡ 1 mod 3`): four multiplies per
-/// four outputs instead of a zero-padded group's six.
+/// Whether the last tap runs directly (`k ≡ 1 mod 3`): six multiplies per
+/// six outputs instead of a zero-padded group's eight.
 pub(super) fn tail(k: usize) -> bool {
     k > TAPS && k % TAPS == 1
 }
@@ -497,7 +497,7 @@ pub(super) const ROW: usize = UNIT_Q * 4;
 fn transform_unit_body(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16]) {
     let (d, pq, rhos) = (geo.d, geo.pq, geo.rhos);
     let plen = geo.phase_len() / geo.cbs;
-    // The six slots' regions (slot s holds rows (s, r0) for every phase).
+    // The eight slots' regions (slot s holds rows (s, r0) for every phase).
     let stride = geo.row_at(1, 0);
     let mut rest = &mut dst[..SLOTS * stride];
     let mut slots: [&mut [i16]; SLOTS] = std::array::from_fn(|_| {
@@ -583,7 +583,7 @@ fn bt_rows(x: &[&[u8]; INS], out: &mut [&mut [i16]; SLOTS], at: usize) {
 }
 
 /// Output transform of tile sums `acc[slot][i]` (`N` tiles of one row and
-/// phase `r0`) into frames `d·(4i + j) + r0` of `row`, unscaled, plus a tail
+/// phase `r0`) into frames `d·(6i + j) + r0` of `row`, unscaled, plus a tail
 /// tap's direct sums `tail[j][i]` where the kernel has one.
 pub(super) fn untransform<const N: usize>(
     acc: &[&[i32; N]; SLOTS],
