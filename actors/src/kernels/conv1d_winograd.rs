@@ -499,12 +499,6 @@ fn transform_unit_body(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16])
     let plen = geo.phase_len() / geo.cbs;
     // The eight slots' regions (slot s holds rows (s, r0) for every phase).
     let stride = geo.row_at(1, 0);
-    let mut rest = &mut dst[..SLOTS * stride];
-    let mut slots: [&mut [i16]; SLOTS] = std::array::from_fn(|_| {
-        let (slot, tail) = std::mem::take(&mut rest).split_at_mut(stride);
-        rest = tail;
-        slot
-    });
     for cb in 0..geo.cbs {
         let src = &phases[cb * plen..][..plen];
         for g in 0..rhos {
@@ -517,7 +511,7 @@ fn transform_unit_body(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16])
                     &src[(r0 * OUTS + c) * pq * 4 + (q + dq) * 4..][..ROW]
                 });
                 let at = geo.row_at(0, r0) + (cb * rhos + g) * ROW;
-                bt_rows(&x, &mut slots, at);
+                bt_rows(&x, dst, stride, at);
             }
         }
     }
@@ -551,34 +545,31 @@ pub(super) fn bytes_of(v: &[i16]) -> &[u8] {
 /// ±50·255), all eight slots in one pass over the inputs (`Bᵀ`'s shared
 /// sums, and the loop vectorizes).
 #[inline(always)]
-fn bt_rows(x: &[&[u8]; INS], out: &mut [&mut [i16]; SLOTS], at: usize) {
+fn bt_rows(x: &[&[u8]; INS], out: &mut [i16], stride: usize, at: usize) {
     let x: [&[u8]; INS] = std::array::from_fn(|u| &x[u][..ROW]);
-    let [o0, o1, o2, o3, o4, o5, o6, o7] = out;
-    let o: [&mut [i16]; SLOTS] = [
-        &mut o0[at..][..ROW],
-        &mut o1[at..][..ROW],
-        &mut o2[at..][..ROW],
-        &mut o3[at..][..ROW],
-        &mut o4[at..][..ROW],
-        &mut o5[at..][..ROW],
-        &mut o6[at..][..ROW],
-        &mut o7[at..][..ROW],
-    ];
-    let [o0, o1, o2, o3, o4, o5, o6, o7] = o;
-    for i in 0..ROW {
-        let v: [i16; INS] = std::array::from_fn(|u| x[u][i] as i16);
-        // Rows 1–6 pair up as p ± q: the even inputs' sum and the odd ones'.
-        let (e1, d1) = (4 * (v[2] + v[6]) - 17 * v[4], 4 * (v[1] + v[5]) - 17 * v[3]);
-        let (e3, d3) = (v[2] + 4 * v[6] - 5 * v[4], 2 * v[1] + 8 * v[5] - 10 * v[3]);
-        let (e5, d5) = (8 * v[2] + 2 * v[6] - 10 * v[4], 4 * v[1] + v[5] - 5 * v[3]);
-        o0[i] = 4 * (v[0] - v[6]) + 21 * (v[4] - v[2]);
-        o1[i] = e1 + d1;
-        o2[i] = e1 - d1;
-        o3[i] = e3 + d3;
-        o4[i] = e3 - d3;
-        o5[i] = e5 + d5;
-        o6[i] = e5 - d5;
-        o7[i] = 4 * (v[7] - v[1]) + 21 * (v[3] - v[5]);
+    // One slot row after another, `stride` apart: a single base pointer
+    // (eight output slices and eight inputs spill the loop's registers).
+    let out = &mut out[at..][..(SLOTS - 1) * stride + ROW];
+    for h in (0..ROW).step_by(16) {
+        let mut r = [[0i16; 16]; SLOTS];
+        for i in 0..16 {
+            let v: [i16; INS] = std::array::from_fn(|u| x[u][h + i] as i16);
+            // Rows 1–6 pair up as p ± q: the even inputs' sum and the odd ones'.
+            let (e1, d1) = (4 * (v[2] + v[6]) - 17 * v[4], 4 * (v[1] + v[5]) - 17 * v[3]);
+            let (e3, d3) = (v[2] + 4 * v[6] - 5 * v[4], 2 * v[1] + 8 * v[5] - 10 * v[3]);
+            let (e5, d5) = (8 * v[2] + 2 * v[6] - 10 * v[4], 4 * v[1] + v[5] - 5 * v[3]);
+            r[0][i] = 4 * (v[0] - v[6]) + 21 * (v[4] - v[2]);
+            r[1][i] = e1 + d1;
+            r[2][i] = e1 - d1;
+            r[3][i] = e3 + d3;
+            r[4][i] = e3 - d3;
+            r[5][i] = e5 + d5;
+            r[6][i] = e5 - d5;
+            r[7][i] = 4 * (v[7] - v[1]) + 21 * (v[3] - v[5]);
+        }
+        for (s, rs) in r.iter().enumerate() {
+            out[s * stride + h..][..16].copy_from_slice(rs);
+        }
     }
 }
 
@@ -814,18 +805,13 @@ mod tests {
         let rows: [Vec<u8>; INS] =
             std::array::from_fn(|u| (0..ROW).map(|i| ((i * 37 + u * 101) % 256) as u8).collect());
         let x: [&[u8]; INS] = std::array::from_fn(|u| &rows[u][..]);
-        let mut bufs: [Vec<i16>; SLOTS] = std::array::from_fn(|_| vec![0; ROW + 3]);
-        {
-            let mut out: [&mut [i16]; SLOTS] = {
-                let mut it = bufs.iter_mut();
-                std::array::from_fn(|_| &mut it.next().expect("eight slots")[..])
-            };
-            bt_rows(&x, &mut out, 3);
-        }
-        for (s, b) in bufs.iter().enumerate() {
+        let stride = ROW + 5;
+        let mut buf = vec![0i16; SLOTS * stride];
+        bt_rows(&x, &mut buf, stride, 3);
+        for s in 0..SLOTS {
             for i in 0..ROW {
                 let want: i32 = (0..INS).map(|u| BT[s][u] * rows[u][i] as i32).sum();
-                assert_eq!(b[3 + i] as i32, want, "slot {s} lane {i}");
+                assert_eq!(buf[s * stride + 3 + i] as i32, want, "slot {s} lane {i}");
             }
         }
         const N: usize = 16;
