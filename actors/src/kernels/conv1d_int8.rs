@@ -1737,7 +1737,7 @@ fn tile(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2 was detected; reads as above (8-frame vectors ≤ 16-frame ones).
         IntRoute::Avx2 => unsafe {
-            x86::tile_avx2::<false, TILE>(
+            x86::tile_avx2::<TILE>(
                 x.as_ptr().add(4 * t),
                 w.as_ptr(),
                 cbs,
@@ -1769,61 +1769,9 @@ fn tile(
     }
 }
 
-/// As [`tile`] on the AVX2 route's [`Tiles::Wide`] weights for `N` frames
-/// from frame 0 of `x`: i16 inputs (8 bytes a frame: the Winograd route's
-/// transformed tiles) or, without `I16`, u8 (its phases, for a tail tap).
-#[allow(clippy::too_many_arguments)]
-fn tile_wide<const I16: bool, const N: usize>(
-    x: &[u8],
-    w: &[i8],
-    cbs: usize,
-    cb_stride: usize,
-    tap_off: &[usize],
-    acc: &mut [[i32; N]; MR],
-) {
-    let n = N;
-    assert!(w.len() >= cbs * tap_off.len() * MR * 4 * 2);
-    #[cfg(target_arch = "x86_64")]
-    if cpu::features().avx2_fma {
-        // SAFETY: AVX2 was detected; the caller asserted the reads of whole
-        // 8-frame vectors stay inside `x`, and `w` is checked above.
-        unsafe {
-            x86::tile_avx2::<I16, N>(x.as_ptr(), w.as_ptr(), cbs, cb_stride, tap_off, n, acc)
-        };
-        return;
-    }
-    for a in acc.iter_mut() {
-        a[..n].fill(0);
-    }
-    // Input element `e` of frame `f` from byte offset `xr`.
-    let at = |xr: usize, f: usize, e: usize| {
-        if I16 {
-            let i = xr + 8 * f + 2 * e;
-            i16::from_le_bytes([x[i], x[i + 1]]) as i32
-        } else {
-            x[xr + 4 * f + e] as i32
-        }
-    };
-    let wt = |i: usize| i16::from_le_bytes([w[i] as u8, w[i + 1] as u8]) as i32;
-    let mut wi = 0;
-    for cb in 0..cbs {
-        for &off in tap_off {
-            let xr = cb * cb_stride + off;
-            for (r, a) in acc.iter_mut().enumerate() {
-                for (f, o) in a[..n].iter_mut().enumerate() {
-                    let d = (0..4).fold(0i32, |s, j| {
-                        s.wrapping_add(at(xr, f, j).wrapping_mul(wt(wi + 8 * r + 2 * j)))
-                    });
-                    *o = o.wrapping_add(d);
-                }
-            }
-            wi += 8 * MR;
-        }
-    }
-}
-
-/// As [`tile_wide`] on i16 inputs for `steps` channel-block/tap steps
-/// `stride` bytes apart (one offset each): the Winograd GEMM's reads.
+/// `acc[r][f] = Σ_i Σ_j x[i·stride + 8f + 2j] · w[(i·MR + r)·4 + j]` over
+/// `steps` steps of i16 inputs (8 bytes a frame) and [`Tiles::Wide`]
+/// weights: the Winograd GEMM's reads, as [`x86::tile_avx2_run`] runs them.
 fn tile_run<const N: usize>(
     x: &[u8],
     w: &[i8],
@@ -1840,7 +1788,22 @@ fn tile_run<const N: usize>(
         unsafe { x86::tile_avx2_run::<N>(x.as_ptr(), w.as_ptr(), steps, stride, acc) };
         return;
     }
-    tile_wide::<true, N>(x, w, steps, stride, &[0], acc);
+    let xt = |i: usize| i16::from_le_bytes([x[i], x[i + 1]]) as i32;
+    let wt = |i: usize| i16::from_le_bytes([w[i] as u8, w[i + 1] as u8]) as i32;
+    for a in acc.iter_mut() {
+        a.fill(0);
+    }
+    for i in 0..steps {
+        for (r, a) in acc.iter_mut().enumerate() {
+            for (f, o) in a.iter_mut().enumerate() {
+                let d = (0..4).fold(0i32, |s, j| {
+                    let xv = xt(i * stride + 8 * f + 2 * j);
+                    s.wrapping_add(xv.wrapping_mul(wt(2 * ((i * MR + r) * 4 + j))))
+                });
+                *o = o.wrapping_add(d);
+            }
+        }
+    }
 }
 
 /// `DynamicQuantizeLinear` of `x` into `dst` in fixed parallel chunks; equals
@@ -2020,7 +1983,7 @@ mod x86 {
         }
     }
 
-    /// `MR × n` frames (8 at a time) on `vpmaddwd` over inputs widened to
+    /// `MR × n` frames (8 at a time) on `vpmaddwd` over u8 inputs widened to
     /// i16 and [`Tiles::Wide`] weights: exact, unlike the saturating
     /// `vpmaddubsw`; per 4 channels × tap, two input widenings serve `MR`
     /// rows of one broadcast load, two multiplies and two adds.
@@ -2028,7 +1991,7 @@ mod x86 {
     /// # Safety
     /// Needs AVX2; reads as [`tile_vnni`] for `⌈n/8⌉` 8-frame vectors.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn tile_avx2<const I16: bool, const N: usize>(
+    pub(super) unsafe fn tile_avx2<const N: usize>(
         x: *const u8,
         w: *const i8,
         cbs: usize,
@@ -2037,8 +2000,6 @@ mod x86 {
         n: usize,
         acc: &mut [[i32; N]; MR],
     ) {
-        // Bytes per frame of 4 channels: u8 widened here, or i16 as stored.
-        let fb = if I16 { 8 } else { 4 };
         let mut t = 0;
         while t < n {
             // lo: frames t..t+4 (as pairs of channel pairs), hi: t+4..t+8.
@@ -2046,20 +2007,11 @@ mod x86 {
             let mut hi = [_mm256_setzero_si256(); MR];
             let mut wp = w;
             for cb in 0..cbs {
-                let xc = x.wrapping_add(cb * cb_stride + fb * t);
+                let xc = x.wrapping_add(cb * cb_stride + 4 * t);
                 for &off in tap_off {
                     let xr = xc.wrapping_add(off);
-                    let (xl, xh) = if I16 {
-                        (
-                            _mm256_loadu_si256(xr as *const _),
-                            _mm256_loadu_si256(xr.wrapping_add(32) as *const _),
-                        )
-                    } else {
-                        (
-                            _mm256_cvtepu8_epi16(_mm_loadu_si128(xr as *const _)),
-                            _mm256_cvtepu8_epi16(_mm_loadu_si128(xr.wrapping_add(16) as *const _)),
-                        )
-                    };
+                    let xl = _mm256_cvtepu8_epi16(_mm_loadu_si128(xr as *const _));
+                    let xh = _mm256_cvtepu8_epi16(_mm_loadu_si128(xr.wrapping_add(16) as *const _));
                     madd_step(xl, xh, wp, &mut lo, &mut hi);
                     wp = wp.wrapping_add(8 * MR);
                 }
