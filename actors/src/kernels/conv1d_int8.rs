@@ -2353,6 +2353,9 @@ mod tests {
             (1090, 64, 3, 1, 90),
             // Enough units that two lanes each take whole units.
             (24, 30, 7, 1, 1100),
+            // Several whole dilated blocks, then a remainder.
+            (12, 5, 3, 8, 900),
+            (8, 3, 5, 2, 250),
         ]
         .into_iter()
         .enumerate()

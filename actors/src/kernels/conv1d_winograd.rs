@@ -362,28 +362,25 @@ pub(super) fn pack_phases(
             &[]
         }
     });
+    // With dilation, every phase's first frames in whole blocks at once
+    // (the same `m` range of every phase).
+    let done = if nch == 4 && d > 1 {
+        dilated_blocks(rows, d, pq, dst)
+    } else {
+        0
+    };
     for r0 in 0..d.min(tp) {
         // Frames d·m + r0 of this phase; frame m goes to residue m mod 6, tile m div 6.
         let count = (tp - r0).div_ceil(d).min(OUTS * pq);
         let base = &mut dst[r0 * OUTS * pq * 4..][..OUTS * pq * 4];
-        let mut m = 0;
+        let mut m = done.min(count);
         // Whole blocks of 24 frames (4 tiles): a 24-frame × 4-channel
-        // interleave, then each residue's 4 tiles as one 16-byte row;
-        // without dilation, the channels' frames are contiguous loads.
-        if nch == 4 {
+        // interleave, then each residue's 4 tiles as one 16-byte row; the
+        // channels' frames are loaded in place (a copy first stalls its
+        // loads on store forwarding).
+        if nch == 4 && d == 1 {
             while m + BLOCK <= count {
-                let mut gathered = [[0u8; BLOCK]; 4];
-                let src: [&[u8]; 4] = if d == 1 {
-                    // Loaded in place (a copy first stalls its loads on store forwarding).
-                    std::array::from_fn(|j| &rows[j][m..m + BLOCK])
-                } else {
-                    for (s, row) in gathered.iter_mut().zip(&rows) {
-                        for (i, x) in s.iter_mut().enumerate() {
-                            *x = row[d * (m + i) + r0];
-                        }
-                    }
-                    std::array::from_fn(|j| &gathered[j][..])
-                };
+                let src: [&[u8]; 4] = std::array::from_fn(|j| &rows[j][m..m + BLOCK]);
                 let q = m / OUTS;
                 for (c, r) in residue_rows(src).iter().enumerate() {
                     base[(c * pq + q) * 4..][..16].copy_from_slice(r);
@@ -402,6 +399,68 @@ pub(super) fn pack_phases(
 
 /// Frames [`pack_phases`] moves at a time: 4 tiles.
 const BLOCK: usize = 4 * OUTS;
+
+/// Tiles per phase [`dilated_blocks`] moves at a time.
+const DTILES: usize = 8;
+
+/// With dilation `d`, the first whole blocks of `6·d·DTILES` input frames
+/// of 4 channels `rows` into the phases `dst` (as [`pack_phases`] lays
+/// them out); returns the frames per phase done. In a block, frame
+/// `6d·t + e` is phase `e mod d`, residue `e div d`, tile `t`: the block's
+/// frames are interleaved into 4-channel words in registers (contiguous
+/// loads, not a byte gather at stride `d` per phase), then each of the
+/// `6d` (phase, residue) pairs takes every `6d`-th word.
+fn dilated_blocks(rows: [&[u8]; 4], d: usize, pq: usize, dst: &mut [u8]) -> usize {
+    let span = OUTS * d * DTILES;
+    let blocks = (rows[0].len() / span).min(pq / DTILES);
+    let mut words = [0u32; OUTS * MAX_DILATION * DTILES];
+    for b in 0..blocks {
+        let f0 = b * span;
+        for (i, w) in words[..span].chunks_exact_mut(16).enumerate() {
+            let src: [&[u8; 16]; 4] = std::array::from_fn(|j| {
+                rows[j][f0 + 16 * i..][..16]
+                    .try_into()
+                    .expect("a 16-byte piece")
+            });
+            interleave4(src, w.try_into().expect("16 words"));
+        }
+        for e in 0..OUTS * d {
+            let (r0, c) = (e % d, e / d);
+            let at = ((r0 * OUTS + c) * pq + b * DTILES) * 4;
+            for (t, o) in dst[at..][..4 * DTILES].chunks_exact_mut(4).enumerate() {
+                o.copy_from_slice(&words[e + OUTS * d * t].to_le_bytes());
+            }
+        }
+    }
+    blocks * DTILES * OUTS
+}
+
+/// Four channels' 16 frames as 16 words `[frame](channel bytes)`.
+#[inline(always)]
+fn interleave4(src: [&[u8; 16]; 4], out: &mut [u32; 16]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64; 16-byte loads of 16-byte arrays and
+    // 16-byte stores into the 64-byte `out`.
+    unsafe {
+        use std::arch::x86_64::*;
+        let v: [__m128i; 4] = src.map(|r| _mm_loadu_si128(r.as_ptr().cast()));
+        let (t0, t1) = (_mm_unpacklo_epi8(v[0], v[1]), _mm_unpackhi_epi8(v[0], v[1]));
+        let (t2, t3) = (_mm_unpacklo_epi8(v[2], v[3]), _mm_unpackhi_epi8(v[2], v[3]));
+        let u = [
+            _mm_unpacklo_epi16(t0, t2),
+            _mm_unpackhi_epi16(t0, t2),
+            _mm_unpacklo_epi16(t1, t3),
+            _mm_unpackhi_epi16(t1, t3),
+        ];
+        for (k, x) in u.iter().enumerate() {
+            _mm_storeu_si128(out[4 * k..].as_mut_ptr().cast(), *x);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for (f, o) in out.iter_mut().enumerate() {
+        *o = u32::from_le_bytes([src[0][f], src[1][f], src[2][f], src[3][f]]);
+    }
+}
 
 /// 24 frames of 4 channels (`src[j][f]`) → per residue `c`, its 4 tiles'
 /// frames `6t + c` as `[tile][channel]` (`out[c][4t + j] = src[j][6t + c]`).
