@@ -213,7 +213,7 @@ fn amx_wanted(level: SimdLevel, allowed: bool) -> bool {
 fn amx_slack(tiles: Tiles, cbs: usize, cb_stride: usize) -> usize {
     match tiles {
         Tiles::Amx => (cbs.div_ceil(16) * 16 - cbs) * cb_stride + 4 * AMX_T + 64,
-        Tiles::Vector | Tiles::Wide | Tiles::Winograd => 0,
+        Tiles::Vector | Tiles::Wide | Tiles::Winograd(_) => 0,
     }
 }
 
@@ -255,9 +255,9 @@ enum Tiles {
     /// `[group][co block of 32][ci/64][k][2][16][64]`: AMX weight tiles
     /// (16 output channels × 64 input channels each, 4-channel groups).
     Amx,
-    /// The AVX2 route's Winograd F(6,3) weights (stride 1, one group; see
-    /// [`winograd`]): `[slot][co block][ci/4][tap group][MR][4]` i16.
-    Winograd,
+    /// The AVX2 route's Winograd F(6,3) or F(6,4) weights (stride 1, one
+    /// group; see [`winograd`]): `[slot][co block][ci/4][tap group][MR][4]` i16.
+    Winograd(winograd::Kind),
 }
 
 impl Tiles {
@@ -267,7 +267,7 @@ impl Tiles {
         if amx_wanted(level, allow.amx) {
             Tiles::Amx
         } else if int_route(level) == IntRoute::Avx2 && allow.winograd && winograd::eligible(p) {
-            Tiles::Winograd
+            Tiles::Winograd(winograd::Kind::for_kernel(p.kernel))
         } else if int_route(level) == IntRoute::Avx2 {
             Tiles::Wide
         } else {
@@ -281,14 +281,15 @@ impl Tiles {
             Tiles::Vector => "vector-i8",
             Tiles::Wide => "wide-i16",
             Tiles::Amx => "amx-i8",
-            Tiles::Winograd => "wino63-i16",
+            Tiles::Winograd(winograd::Kind::F63) => "wino63-i16",
+            Tiles::Winograd(winograd::Kind::F64) => "wino64-i16",
         }
     }
 
     /// Bytes per packed weight.
     fn width(self) -> usize {
         match self {
-            Tiles::Wide | Tiles::Winograd => 2,
+            Tiles::Wide | Tiles::Winograd(_) => 2,
             Tiles::Vector | Tiles::Amx => 1,
         }
     }
@@ -296,7 +297,7 @@ impl Tiles {
     /// Store weight `v` (an i8 value) at packed byte index `i`.
     fn put(self, packed: &mut [i8], i: usize, v: i32) {
         match self {
-            Tiles::Wide | Tiles::Winograd => {
+            Tiles::Wide | Tiles::Winograd(_) => {
                 let [lo, hi] = (v as i16).to_le_bytes();
                 packed[i] = lo as i8;
                 packed[i + 1] = hi as i8;
@@ -308,7 +309,7 @@ impl Tiles {
     /// The weight at packed byte index `i`.
     fn get(self, packed: &[i8], i: usize) -> i32 {
         match self {
-            Tiles::Wide | Tiles::Winograd => {
+            Tiles::Wide | Tiles::Winograd(_) => {
                 i16::from_le_bytes([packed[i] as u8, packed[i + 1] as u8]) as i32
             }
             Tiles::Vector | Tiles::Amx => packed[i] as i32,
@@ -320,7 +321,7 @@ impl Tiles {
     fn pack(self, p: &Conv1dParams, cbs: usize, src: &[i8]) -> Vec<i8> {
         let (cig, cog, k) = (p.c_in / p.groups, p.c_out / p.groups, p.kernel);
         let at = |co: usize, ci: usize, tap: usize| src[(co * cig + ci) * k + tap] as i32;
-        if self == Tiles::Winograd {
+        if let Tiles::Winograd(_) = self {
             return winograd::pack_weights(p, MR, cbs, src);
         }
         let mut out = vec![0i8; self.len(p.groups, cog, cbs, k)];
@@ -369,7 +370,7 @@ impl Tiles {
                 groups * cog.div_ceil(MR) * cbs * k * MR * 4 * self.width()
             }
             Tiles::Amx => groups * cog.div_ceil(AMX_CO) * cbs.div_ceil(16) * k * AMX_CO * 64,
-            Tiles::Winograd => groups * winograd::weights_len(cog, MR, cbs, k),
+            Tiles::Winograd(_) => groups * winograd::weights_len(cog, MR, cbs, k),
         }
     }
 
@@ -388,7 +389,7 @@ impl Tiles {
     ) -> i32 {
         match self {
             // One group only (see `winograd::eligible`).
-            Tiles::Winograd => winograd::weight_of(packed, o, ci, tap, MR, cog, cbs, k),
+            Tiles::Winograd(_) => winograd::weight_of(packed, o, ci, tap, MR, cog, cbs, k),
             _ => self.get(packed, self.index(g, o, ci, tap, cog, cbs, k)),
         }
     }
@@ -407,7 +408,7 @@ impl Tiles {
     ) -> usize {
         match self {
             // Winograd weights are transformed: read them through `weight`.
-            Tiles::Vector | Tiles::Wide | Tiles::Winograd => {
+            Tiles::Vector | Tiles::Wide | Tiles::Winograd(_) => {
                 let (blocks, b, r) = (cog.div_ceil(MR), o / MR, o % MR);
                 let i = ((((g * blocks + b) * cbs + ci / 4) * k + tap) * MR + r) * 4 + ci % 4;
                 i * self.width()
@@ -800,7 +801,7 @@ impl Conv1dInt8 {
         let t_out = out_len_padded(tp, p.span(), p.stride)?;
         grow(&mut ps.xpad, p.c_in * tp);
         if let Layout::Dense {
-            tiles: Tiles::Winograd,
+            tiles: Tiles::Winograd(_),
             ..
         } = self.layout
         {
@@ -1042,7 +1043,7 @@ impl Conv1dInt8 {
         zx: u8,
         sink: Sink,
     ) -> Result<(), KernelError> {
-        if tiles == Tiles::Winograd {
+        if let Tiles::Winograd(_) = tiles {
             return self.run_winograd(pool, packed, wsum, ps, tp, t_out, zx, sink);
         }
         let p = &self.params;
@@ -1099,6 +1100,7 @@ impl Conv1dInt8 {
             sink,
             route: int_route(self.level),
             width: tiles.width(),
+            centered: false,
         };
         // Units of TIME_CHUNK frames × a share of the output-channel blocks:
         // short inputs (a decoder's hundred frames) still give every lane
@@ -1106,7 +1108,7 @@ impl Conv1dInt8 {
         let time_chunks = t_out.div_ceil(TIME_CHUNK);
         let co_block = match tiles {
             Tiles::Amx => AMX_CO,
-            Tiles::Vector | Tiles::Wide | Tiles::Winograd => MR,
+            Tiles::Vector | Tiles::Wide | Tiles::Winograd(_) => MR,
         };
         let blocks = (p.c_out / p.groups).div_ceil(co_block);
         let parts = MIN_UNITS.div_ceil(time_chunks).clamp(1, blocks);
@@ -1123,7 +1125,7 @@ impl Conv1dInt8 {
                 );
                 match tiles {
                     Tiles::Amx => ctx.chunk_amx(frames, blocks),
-                    Tiles::Vector | Tiles::Wide | Tiles::Winograd => ctx.chunk(frames, blocks),
+                    Tiles::Vector | Tiles::Wide | Tiles::Winograd(_) => ctx.chunk(frames, blocks),
                 }
             }
         })?;
@@ -1212,6 +1214,7 @@ impl Conv1dInt8 {
             sink,
             route: IntRoute::Avx2,
             width: 2,
+            centered: true,
         };
         // Cache-line aligned units (the tiles' loads never split a line).
         let al = ps.transformed.as_ptr().align_offset(64);
@@ -1374,6 +1377,9 @@ struct Dense<'a> {
     route: IntRoute,
     /// Bytes per packed weight ([`Tiles::width`]).
     width: usize,
+    /// The sums are of centered inputs (`x − 128`, the Winograd route's):
+    /// `128·Σw` is added back with the zero-point correction.
+    centered: bool,
 }
 
 impl Dense<'_> {
@@ -1407,11 +1413,16 @@ impl Dense<'_> {
         for (r, a) in rows.enumerate() {
             let co = co0 + r;
             let zw = self.conv.zero[co];
-            // N·zx·zw − zx·Σw, then − zw·Σx per frame.
+            // N·zx·zw − zx·Σw (+ 128·Σw for centered sums), then − zw·Σx per frame.
+            let zx = if self.centered {
+                self.zx - 128
+            } else {
+                self.zx
+            };
             let base = n_taps
                 .wrapping_mul(self.zx)
                 .wrapping_mul(zw)
-                .wrapping_sub(self.zx.wrapping_mul(self.wsum[co]));
+                .wrapping_sub(zx.wrapping_mul(self.wsum[co]));
             let win = self.conv.any_zero.then(|| (zw, &window[..n]));
             finish(
                 route,
@@ -1483,6 +1494,24 @@ impl Dense<'_> {
         unit: usize,
         block_range: std::ops::Range<usize>,
     ) {
+        match geo.kind {
+            winograd::Kind::F63 => {
+                self.winograd_unit_slots::<{ winograd::SLOTS }>(geo, v, unit, block_range)
+            }
+            winograd::Kind::F64 => {
+                self.winograd_unit_slots::<{ winograd::SLOTS4 }>(geo, v, unit, block_range)
+            }
+        }
+    }
+
+    /// [`Dense::winograd_unit`] for a transform of `S` slots.
+    fn winograd_unit_slots<const S: usize>(
+        &self,
+        geo: &winograd::Geometry,
+        v: &[i16],
+        unit: usize,
+        block_range: std::ops::Range<usize>,
+    ) {
         let t0 = unit * winograd::UNIT_Q * winograd::OUTS * geo.d;
         if t0 >= self.t_out {
             return;
@@ -1494,24 +1523,24 @@ impl Dense<'_> {
         const H: usize = winograd::UNIT_Q / 2;
         const Q: usize = winograd::UNIT_Q;
         match (geo.d, half) {
-            (1, true) => self.winograd_rows::<F, H>(geo, v, t0, block_range),
-            (1, false) => self.winograd_rows::<F, Q>(geo, v, t0, block_range),
-            (2, true) => self.winograd_rows::<{ 2 * F }, H>(geo, v, t0, block_range),
-            (2, false) => self.winograd_rows::<{ 2 * F }, Q>(geo, v, t0, block_range),
-            (3 | 4, true) => self.winograd_rows::<{ 4 * F }, H>(geo, v, t0, block_range),
-            (3 | 4, false) => self.winograd_rows::<{ 4 * F }, Q>(geo, v, t0, block_range),
+            (1, true) => self.winograd_rows::<F, H, S>(geo, v, t0, block_range),
+            (1, false) => self.winograd_rows::<F, Q, S>(geo, v, t0, block_range),
+            (2, true) => self.winograd_rows::<{ 2 * F }, H, S>(geo, v, t0, block_range),
+            (2, false) => self.winograd_rows::<{ 2 * F }, Q, S>(geo, v, t0, block_range),
+            (3 | 4, true) => self.winograd_rows::<{ 4 * F }, H, S>(geo, v, t0, block_range),
+            (3 | 4, false) => self.winograd_rows::<{ 4 * F }, Q, S>(geo, v, t0, block_range),
             (_, true) => {
-                self.winograd_rows::<{ winograd::MAX_DILATION * F }, H>(geo, v, t0, block_range)
+                self.winograd_rows::<{ winograd::MAX_DILATION * F }, H, S>(geo, v, t0, block_range)
             }
             (_, false) => {
-                self.winograd_rows::<{ winograd::MAX_DILATION * F }, Q>(geo, v, t0, block_range)
+                self.winograd_rows::<{ winograd::MAX_DILATION * F }, Q, S>(geo, v, t0, block_range)
             }
         }
     }
 
     /// [`Dense::winograd_unit`] from output frame `t0` with rows of
     /// `FRAMES ≥ 6·d·UNIT_Q` frames, computing `N` tiles per phase.
-    fn winograd_rows<const FRAMES: usize, const N: usize>(
+    fn winograd_rows<const FRAMES: usize, const N: usize, const S: usize>(
         &self,
         geo: &winograd::Geometry,
         v: &[i16],
@@ -1527,14 +1556,14 @@ impl Dense<'_> {
         let n = (winograd::OUTS * d * N).min(self.t_out - t0);
         let mut window = [0i32; FRAMES];
         self.window_sums(0, t0, &mut window[..n]);
-        let mut acc = [[[[0i32; N]; MR]; winograd::SLOTS]; BG];
+        let mut acc = [[[[0i32; N]; MR]; S]; BG];
         // A tail tap's sums, per output of the tile.
         let mut tail = [[[0i32; N]; MR]; winograd::OUTS];
         let k = p.kernel;
         let tail_at = winograd::tail_offset(p.c_out, MR, cbs, k);
         let wt = cbs * MR * 4 * 2;
         let mut rows = [[[0i32; FRAMES]; MR]; BG];
-        let groups = winograd::groups(k);
+        let groups = geo.rhos;
         let wslot = cbs * groups * MR * 4 * 2;
         // Bytes between the reads of consecutive groups (and, past the
         // last group, channel blocks): a GEMM call's reads are one run.
@@ -1545,7 +1574,7 @@ impl Dense<'_> {
         while b0 < block_range.end {
             let nb = BG.min(block_range.end - b0);
             for r0 in 0..d {
-                for slot in 0..winograd::SLOTS {
+                for slot in 0..S {
                     let x = &vb[2 * geo.row_at(slot, r0)..];
                     // Whole 8-tile vectors of every channel block and group stay inside `v`.
                     assert!(x.len() >= (cbs * groups - 1) * row + 8 * UQ);
@@ -1558,7 +1587,7 @@ impl Dense<'_> {
                 }
                 for (bi, (acc, rows)) in acc.iter().zip(rows.iter_mut()).take(nb).enumerate() {
                     let b = b0 + bi;
-                    if winograd::tail(k) {
+                    if winograd::tail(k, geo.kind) {
                         // The last tap directly from its input rows (u8),
                         // added in the output transform.
                         let w = &self.packed[tail_at + b * wt..][..wt];
@@ -1569,10 +1598,9 @@ impl Dense<'_> {
                     }
                     let nr = MR.min(p.c_out - b * MR);
                     for (r, row) in rows.iter_mut().take(nr).enumerate() {
-                        let sums: [&[i32; N]; winograd::SLOTS] =
-                            std::array::from_fn(|s| &acc[s][r]);
-                        let direct =
-                            winograd::tail(k).then(|| std::array::from_fn(|j| &tail[j][r]));
+                        let sums: [&[i32; N]; S] = std::array::from_fn(|s| &acc[s][r]);
+                        let direct = winograd::tail(k, geo.kind)
+                            .then(|| std::array::from_fn(|j| &tail[j][r]));
                         winograd::untransform(&sums, direct, d, r0, row);
                     }
                 }
@@ -2297,7 +2325,7 @@ mod tests {
         assert!(matches!(
             conv.layout,
             Layout::Dense {
-                tiles: Tiles::Winograd,
+                tiles: Tiles::Winograd(_),
                 ..
             }
         ));

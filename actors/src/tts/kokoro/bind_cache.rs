@@ -33,7 +33,7 @@ const PHASES_FORMAT: &str = "voxlane.conv_transpose1d/phases-f32";
 
 /// Version of the packed layouts a cache holds: raise it with any change to
 /// how a route packs, so every older cache is rewritten at once.
-pub const PACK_LAYOUT: u32 = 7;
+pub const PACK_LAYOUT: u32 = 8;
 
 /// Where the bind cache of voxlane weight file `model` lives on this CPU's route.
 pub fn cache_path(model: &Path) -> PathBuf {
@@ -317,27 +317,34 @@ mod tests {
     use crate::kernels::matmul::IntWeights;
 
     /// The packed bytes of every tiles kind this machine can pack, hashed
-    /// (FNV-1a) for [`PACK_LAYOUT`] 7 (5 split the AVX2 GEMM's pairs, 6 keeps
-    /// many fixes as a plane, 7 packs Winograd F(6,3)). A cache maps packings written by an
+    /// (FNV-1a) for [`PACK_LAYOUT`] 8 (5 split the AVX2 GEMM's pairs, 6 keeps
+    /// many fixes as a plane, 7 packs Winograd F(6,3), 8 F(6,4) where it
+    /// takes fewer multiplies). A cache maps packings written by an
     /// earlier build: when this fails, a packing changed, so raise
     /// `PACK_LAYOUT` (older caches are then rewritten) and record the new hashes.
     #[test]
     fn packings_match_their_layout_version() {
         // (shape, tiles, hash)
-        const KNOWN: [(usize, &str, u64); 4] = [
+        const KNOWN: [(usize, &str, u64); 9] = [
+            (0, "amx-i8", 0xf849704ba4fc0078),
+            (1, "amx-i8", 0x782b0162586f76e3),
+            (2, "amx-i8", 0x95104060c6763372),
             (0, "vector-i8", 0x154c4011aae61510),
-            (0, "wino63-i16", 0xf4a7d6dbcc2a8cc8),
+            (0, "wino64-i16", 0x7e23a5ff07cb1933),
             (1, "vector-i8", 0xbdf7a9a76607de63),
             (1, "wide-i16", 0xe0ca3a1db899c146),
+            (2, "vector-i8", 0xaf6bbb335b8375e2),
+            (2, "wino63-i16", 0xb2d60c23e2c14d40),
         ];
         // (route, AMX padding, hash) of the int8 GEMM packings.
-        const KNOWN_QGEMM: [(QRoute, bool, u64); 3] = [
+        const KNOWN_QGEMM: [(QRoute, bool, u64); 4] = [
             (QRoute::Vnni, false, 0xa91b628ecc891ed7),
+            (QRoute::Vnni, true, 0x0190_c266_e05b_5ad7),
             (QRoute::AvxVnni, false, 0xa91b628ecc891ed7),
             (QRoute::Avx2, false, 0xfdf0f3c6c84cf873),
         ];
         assert_eq!(
-            PACK_LAYOUT, 7,
+            PACK_LAYOUT, 8,
             "record the hashes of the new layout version"
         );
         let fnv = |bytes: &[u8]| {
@@ -348,6 +355,7 @@ mod tests {
         let shapes = [
             Conv1dParams::new(9, 7, 7).dilation(2).padding(6, 6),
             Conv1dParams::new(9, 7, 4).stride(2).padding(1, 2),
+            Conv1dParams::new(9, 7, 3).padding(1, 1),
         ];
         for (si, p) in shapes.into_iter().enumerate() {
             let w: Vec<u8> = (0..p.weight_len()).map(|i| (i * 89 + 7) as u8).collect();
@@ -368,7 +376,7 @@ mod tests {
                         prep.tiles
                     ),
                     None => eprintln!(
-                        "{} tiles: no recorded hash on this machine's kinds",
+                        "{} tiles of shape {si}: no recorded hash (this machine's: {got:#x})",
                         prep.tiles
                     ),
                 }
@@ -402,7 +410,7 @@ mod tests {
                     got, *want,
                     "{route:?} GEMM packing changed (hash {got:#x}): raise PACK_LAYOUT"
                 ),
-                None => eprintln!("{route:?} GEMM (AMX {amx}): no recorded hash"),
+                None => eprintln!("{route:?} GEMM (AMX {amx}): no recorded hash ({got:#x})"),
             }
         }
     }
