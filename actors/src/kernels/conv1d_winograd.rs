@@ -679,21 +679,22 @@ fn transform_unit_body(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16])
     // The slots' regions (slot s holds rows (s, r0) for every phase).
     let stride = geo.row_at(1, 0);
     let kind = geo.kind;
-    for cb in 0..geo.cbs {
-        let src = &phases[cb * plen..][..plen];
-        for g in 0..rhos {
-            let rho = (kind.taps() * g) % OUTS;
-            for r0 in 0..d {
-                // x_u = phase (ρ + u) mod 6 from tile q + (ρ + u) div 6, past
-                // the row's shift.
-                let x = |u: usize| {
-                    let (c, dq) = ((rho + u) % OUTS, row_shift(g, kind) + (rho + u) / OUTS);
-                    &src[(r0 * OUTS + c) * pq * 4 + (q + dq) * 4..][..ROW]
-                };
+    for g in 0..rhos {
+        let rho = (kind.taps() * g) % OUTS;
+        for r0 in 0..d {
+            // x_u = phase (ρ + u) mod 6 from tile q + (ρ + u) div 6, past
+            // the row's shift: offsets in every channel block's phases
+            // (worked out once, not per block).
+            let off: [usize; INS4] = std::array::from_fn(|u| {
+                let (c, dq) = ((rho + u) % OUTS, row_shift(g, kind) + (rho + u) / OUTS);
+                (r0 * OUTS + c) * pq * 4 + (q + dq) * 4
+            });
+            for cb in 0..geo.cbs {
+                let src = &phases[cb * plen..][..plen];
                 let at = geo.row_at(0, r0) + (cb * rhos + g) * ROW;
                 match kind {
-                    Kind::F63 => bt_rows(&std::array::from_fn(x), dst, stride, at),
-                    Kind::F64 => bt_rows4(&std::array::from_fn(x), dst, stride, at),
+                    Kind::F63 => bt_rows(&rows_at(src, &off), dst, stride, at),
+                    Kind::F64 => bt_rows4(&rows_at(src, &off), dst, stride, at),
                 }
             }
         }
@@ -716,6 +717,17 @@ fn transform_unit_body(geo: &Geometry, phases: &[u8], q: usize, dst: &mut [i16])
             }
         }
     }
+}
+
+/// The first `I` transform input rows of `src` at offsets `off` (a loop:
+/// `array::from_fn` was left a call per row).
+#[inline(always)]
+fn rows_at<'a, const I: usize>(src: &'a [u8], off: &[usize; INS4]) -> [&'a [u8]; I] {
+    let mut x: [&[u8]; I] = [&[]; I];
+    for (r, &o) in x.iter_mut().zip(off) {
+        *r = &src[o..][..ROW];
+    }
+    x
 }
 
 /// The bytes of an i16 slice (for the byte-addressed tiles).
@@ -839,8 +851,10 @@ fn at_rows<V: Copy, const S: usize>(
             (b, e, h)
         }
     };
+    // Loops, not `array::from_fn` (left a call per output).
+    let mut y = [m[0]; OUTS];
     if S == SLOTS {
-        std::array::from_fn(|j| {
+        for (j, yj) in y.iter_mut().enumerate() {
             let (ab, ce, fh) = pair(j);
             let mut v = add(ab, add(shl(ce, j as u32), shl(fh, 5 - j as u32)));
             if j == 0 {
@@ -848,12 +862,12 @@ fn at_rows<V: Copy, const S: usize>(
             } else if j == OUTS - 1 {
                 v = add(v, m[SLOTS - 1]);
             }
-            unscale(v, false)
-        })
+            *yj = unscale(v, false);
+        }
     } else {
         let seven = |v: V| sub(shl(v, 3), v);
         let mut p3 = m[7];
-        std::array::from_fn(|j| {
+        for (j, yj) in y.iter_mut().enumerate() {
             let (ab, ce, fh) = pair(j);
             let mut inner = add(ab, shl(ce, j as u32));
             if j == 0 {
@@ -864,9 +878,10 @@ fn at_rows<V: Copy, const S: usize>(
             let v = add(add(seven(inner), shl(fh, 5 - j as u32)), p3);
             // 3^(j+1)·m7 for the next output.
             p3 = add(p3, shl(p3, 1));
-            unscale(v, true)
-        })
+            *yj = unscale(v, true);
+        }
     }
+    y
 }
 
 /// [`untransform`] without dilation, 8 tiles a step: the six outputs of
@@ -899,7 +914,10 @@ unsafe fn untransform_d1_avx2<const N: usize, const S: usize>(
     for i in (0..N).step_by(8) {
         // SAFETY: i + 8 ≤ N, within every [i32; N]; the stores within `row` (6N).
         let ld = |v: &[i32; N]| _mm256_loadu_si256(v[i..].as_ptr().cast());
-        let s: [__m256i; S] = std::array::from_fn(|k| ld(m[k]));
+        let mut s = [_mm256_setzero_si256(); S];
+        for (v, mk) in s.iter_mut().zip(m) {
+            *v = ld(mk);
+        }
         let mut y = at_rows(s, add, sub, shl, unscale);
         if let Some(t) = tail {
             for (yj, tj) in y.iter_mut().zip(t) {
@@ -953,20 +971,58 @@ unsafe fn untransform_d1_avx2<const N: usize, const S: usize>(
     }
 }
 
-/// [`untransform`] compiled for AVX2 (`vpmulld` for the exact division).
+/// [`untransform`] with dilation on AVX2: `Aᵀ` on 8 tiles a step in
+/// vectors (as without dilation), the outputs then stored `d` apart.
 ///
 /// # Safety
 /// Needs AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn untransform_avx2<const N: usize, const S: usize>(
-    acc: &[&[i32; N]; S],
+    m: &[&[i32; N]; S],
     tail: Option<[&[i32; N]; OUTS]>,
     d: usize,
     r0: usize,
     row: &mut [i32],
 ) {
-    untransform_body(acc, tail, d, r0, row)
+    use std::arch::x86_64::*;
+    if !N.is_multiple_of(8) {
+        return untransform_body(m, tail, d, r0, row);
+    }
+    let row = &mut row[..d * OUTS * N];
+    let (inv45, inv1575) = (_mm256_set1_epi32(INV45), _mm256_set1_epi32(INV1575));
+    let unscale = |v: __m256i, four: bool| {
+        _mm256_srai_epi32::<3>(_mm256_slli_epi32::<3>(_mm256_mullo_epi32(
+            _mm256_srai_epi32::<3>(v),
+            if four { inv1575 } else { inv45 },
+        )))
+    };
+    let add = |a, b| _mm256_add_epi32(a, b);
+    let sub = |a, b| _mm256_sub_epi32(a, b);
+    let shl = |a, n: u32| _mm256_sll_epi32(a, _mm_cvtsi32_si128(n as i32));
+    for i in (0..N).step_by(8) {
+        // SAFETY: i + 8 ≤ N, within every [i32; N].
+        let ld = |v: &[i32; N]| _mm256_loadu_si256(v[i..].as_ptr().cast());
+        let mut s = [_mm256_setzero_si256(); S];
+        for (v, mk) in s.iter_mut().zip(m) {
+            *v = ld(mk);
+        }
+        let mut y = at_rows(s, add, sub, shl, unscale);
+        if let Some(t) = tail {
+            for (yj, tj) in y.iter_mut().zip(t) {
+                *yj = add(*yj, ld(tj));
+            }
+        }
+        let mut out = [[0i32; 8]; OUTS];
+        for (o, v) in out.iter_mut().zip(y) {
+            _mm256_storeu_si256(o.as_mut_ptr().cast(), v);
+        }
+        for l in 0..8 {
+            for (j, o) in out.iter().enumerate() {
+                row[d * (OUTS * (i + l) + j) + r0] = o[l];
+            }
+        }
+    }
 }
 
 #[inline(always)]
@@ -980,8 +1036,12 @@ fn untransform_body<const N: usize, const S: usize>(
     // Lane-wise, so it vectorizes.
     let mut y = [[0i32; N]; OUTS];
     for i in 0..N {
+        let mut mi = [0i32; S];
+        for (v, ms) in mi.iter_mut().zip(m) {
+            *v = ms[i];
+        }
         let v = at_rows(
-            std::array::from_fn::<i32, S, _>(|s| m[s][i]),
+            mi,
             i32::wrapping_add,
             i32::wrapping_sub,
             i32::wrapping_shl,
