@@ -21,9 +21,9 @@
 //!   unlike the saturating `vpmaddubsw`; twice the bytes, ~15% off a Kokoro
 //!   second on Zen 3), or scalar.
 //!   On the AVX2 route a stride-1, one-group conv with `k ≥ 3` takes
-//!   Winograd F(6,3) tiles instead (`kernels/conv1d_winograd.rs`): 4/9 of the
-//!   `vpmaddwd`s per three taps (the multiply pipe is the limit: one `vpmaddwd` a
-//!   cycle on Zen 3), exact, so its sums are the direct route's bits.
+//!   Winograd F(6,3) or F(6,4) tiles instead (`kernels/conv1d_winograd.rs`):
+//!   4/9 of the `vpmaddwd`s per three taps, 3/8 per four (the multiply pipe
+//!   is the limit), exact, so its sums are the direct route's bits.
 //!   The zero points are then applied with precomputed sums:
 //!   `Σ(x−zx)(w−zw) = Σxw − zx·Σw − zw·Σx + N·zx·zw`, `Σx` being the sum of
 //!   the input window (per frame, from per-frame column sums).

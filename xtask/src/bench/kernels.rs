@@ -520,7 +520,7 @@ fn conv_rows(opts: &BenchOptions, rows: &mut Vec<Row>) -> Result<(), String> {
                 rows.push(Row {
                     kernel: "conv1d",
                     dtype: match (winograd, direct_tiles) {
-                        (true, false) => "int8 (Winograd F(6,3))",
+                        (true, false) => "int8 (Winograd)",
                         (true, true) => "int8 (direct tiles)",
                         _ => "int8",
                     },
