@@ -884,6 +884,46 @@ fn at_rows<V: Copy, const S: usize>(
     y
 }
 
+/// The six unscaled outputs (plus the tail's) of tiles `i..i + 8` in
+/// vectors: [`at_rows`] lane-wise on AVX2.
+///
+/// # Safety
+/// Needs AVX2; `i + 8 ≤ N`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn outputs_avx2<const N: usize, const S: usize>(
+    m: &[&[i32; N]; S],
+    tail: Option<[&[i32; N]; OUTS]>,
+    i: usize,
+) -> [std::arch::x86_64::__m256i; OUTS] {
+    use std::arch::x86_64::*;
+    let (inv45, inv1575) = (_mm256_set1_epi32(INV45), _mm256_set1_epi32(INV1575));
+    // `unscale` / `unscale4`, lane-wise.
+    let unscale = |v: __m256i, four: bool| {
+        _mm256_srai_epi32::<3>(_mm256_slli_epi32::<3>(_mm256_mullo_epi32(
+            _mm256_srai_epi32::<3>(v),
+            if four { inv1575 } else { inv45 },
+        )))
+    };
+    let add = |a, b| _mm256_add_epi32(a, b);
+    let sub = |a, b| _mm256_sub_epi32(a, b);
+    let shl = |a, n: u32| _mm256_sll_epi32(a, _mm_cvtsi32_si128(n as i32));
+    // SAFETY: i + 8 ≤ N, within every [i32; N].
+    let ld = |v: &[i32; N]| _mm256_loadu_si256(v[i..i + 8].as_ptr().cast());
+    let mut s = [_mm256_setzero_si256(); S];
+    for (v, mk) in s.iter_mut().zip(m) {
+        *v = ld(mk);
+    }
+    let mut y = at_rows(s, add, sub, shl, unscale);
+    if let Some(t) = tail {
+        for (yj, tj) in y.iter_mut().zip(t) {
+            *yj = add(*yj, ld(tj));
+        }
+    }
+    y
+}
+
 /// [`untransform`] without dilation, 8 tiles a step: the six outputs of
 /// each tile gathered in registers (a 4 × 8 and a 2 × 8 transpose) and
 /// stored as a 4-word and a 2-word vector (the lane-wise body scatters them
@@ -900,30 +940,9 @@ unsafe fn untransform_d1_avx2<const N: usize, const S: usize>(
 ) {
     use std::arch::x86_64::*;
     let row = &mut row[..OUTS * N];
-    let (inv45, inv1575) = (_mm256_set1_epi32(INV45), _mm256_set1_epi32(INV1575));
-    // `unscale` / `unscale4`, lane-wise.
-    let unscale = |v: __m256i, four: bool| {
-        _mm256_srai_epi32::<3>(_mm256_slli_epi32::<3>(_mm256_mullo_epi32(
-            _mm256_srai_epi32::<3>(v),
-            if four { inv1575 } else { inv45 },
-        )))
-    };
-    let add = |a, b| _mm256_add_epi32(a, b);
-    let sub = |a, b| _mm256_sub_epi32(a, b);
-    let shl = |a, n: u32| _mm256_sll_epi32(a, _mm_cvtsi32_si128(n as i32));
     for i in (0..N).step_by(8) {
-        // SAFETY: i + 8 ≤ N, within every [i32; N]; the stores within `row` (6N).
-        let ld = |v: &[i32; N]| _mm256_loadu_si256(v[i..].as_ptr().cast());
-        let mut s = [_mm256_setzero_si256(); S];
-        for (v, mk) in s.iter_mut().zip(m) {
-            *v = ld(mk);
-        }
-        let mut y = at_rows(s, add, sub, shl, unscale);
-        if let Some(t) = tail {
-            for (yj, tj) in y.iter_mut().zip(t) {
-                *yj = add(*yj, ld(tj));
-            }
-        }
+        // SAFETY: AVX2 as this function; i + 8 ≤ N.
+        let y = unsafe { outputs_avx2(m, tail, i) };
         // Outputs 0–3 of each tile: pairs, then quads (tile l | tile l + 4
         // per 128-bit lane); outputs 4–5: pairs.
         let (t0, t1) = (
@@ -990,29 +1009,9 @@ unsafe fn untransform_avx2<const N: usize, const S: usize>(
         return untransform_body(m, tail, d, r0, row);
     }
     let row = &mut row[..d * OUTS * N];
-    let (inv45, inv1575) = (_mm256_set1_epi32(INV45), _mm256_set1_epi32(INV1575));
-    let unscale = |v: __m256i, four: bool| {
-        _mm256_srai_epi32::<3>(_mm256_slli_epi32::<3>(_mm256_mullo_epi32(
-            _mm256_srai_epi32::<3>(v),
-            if four { inv1575 } else { inv45 },
-        )))
-    };
-    let add = |a, b| _mm256_add_epi32(a, b);
-    let sub = |a, b| _mm256_sub_epi32(a, b);
-    let shl = |a, n: u32| _mm256_sll_epi32(a, _mm_cvtsi32_si128(n as i32));
     for i in (0..N).step_by(8) {
-        // SAFETY: i + 8 ≤ N, within every [i32; N].
-        let ld = |v: &[i32; N]| _mm256_loadu_si256(v[i..].as_ptr().cast());
-        let mut s = [_mm256_setzero_si256(); S];
-        for (v, mk) in s.iter_mut().zip(m) {
-            *v = ld(mk);
-        }
-        let mut y = at_rows(s, add, sub, shl, unscale);
-        if let Some(t) = tail {
-            for (yj, tj) in y.iter_mut().zip(t) {
-                *yj = add(*yj, ld(tj));
-            }
-        }
+        // SAFETY: AVX2 as this function; i + 8 ≤ N.
+        let y = unsafe { outputs_avx2(m, tail, i) };
         let mut out = [[0i32; 8]; OUTS];
         for (o, v) in out.iter_mut().zip(y) {
             _mm256_storeu_si256(o.as_mut_ptr().cast(), v);
