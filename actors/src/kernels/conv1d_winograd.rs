@@ -40,6 +40,7 @@
 //! - weights `[slot][co block][cb][group][MR][4]` i16.
 
 use super::conv1d::Conv1dParams;
+use super::interleave::interleave4;
 
 /// Outputs per tile.
 pub(super) const OUTS: usize = 6;
@@ -528,56 +529,25 @@ const DTILES: usize = 8;
 fn dilated_blocks(rows: [&[u8]; 4], d: usize, pq: usize, dst: &mut [u8]) -> usize {
     let span = OUTS * d * DTILES;
     let blocks = (rows[0].len() / span).min(pq / DTILES);
-    let mut words = [0u32; OUTS * MAX_DILATION * DTILES];
+    // Frame f's 4 channels at bytes 4f..4f + 4.
+    let mut words = [0u8; 4 * OUTS * MAX_DILATION * DTILES];
     for b in 0..blocks {
         let f0 = b * span;
-        for (i, w) in words[..span].chunks_exact_mut(16).enumerate() {
-            let src: [&[u8; 16]; 4] = std::array::from_fn(|j| {
-                rows[j][f0 + 16 * i..][..16]
-                    .try_into()
-                    .expect("a 16-byte piece")
-            });
-            interleave4(src, w.try_into().expect("16 words"));
+        for (i, w) in words[..4 * span].chunks_exact_mut(64).enumerate() {
+            interleave4(std::array::from_fn(|j| &rows[j][f0 + 16 * i..]), w);
         }
         for e in 0..OUTS * d {
             let (r0, c) = (e % d, e / d);
             let at = ((r0 * OUTS + c) * pq + b * DTILES) * 4;
             for (t, o) in dst[at..][..4 * DTILES].chunks_exact_mut(4).enumerate() {
-                o.copy_from_slice(&words[e + OUTS * d * t].to_le_bytes());
+                let f = e + OUTS * d * t;
+                let word = u32::from_le_bytes(words[4 * f..][..4].try_into().expect("4 bytes"));
+                // Centered: each byte ^ 0x80.
+                o.copy_from_slice(&(word ^ 0x8080_8080).to_le_bytes());
             }
         }
     }
     blocks * DTILES * OUTS
-}
-
-/// Four channels' 16 frames as 16 words `[frame](channel bytes)`, centered
-/// (each byte `^ 0x80`).
-#[inline(always)]
-fn interleave4(src: [&[u8; 16]; 4], out: &mut [u32; 16]) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of x86-64; 16-byte loads of 16-byte arrays and
-    // 16-byte stores into the 64-byte `out`.
-    unsafe {
-        use std::arch::x86_64::*;
-        let center = _mm_set1_epi8(-128);
-        let v: [__m128i; 4] =
-            src.map(|r| _mm_xor_si128(_mm_loadu_si128(r.as_ptr().cast()), center));
-        let (t0, t1) = (_mm_unpacklo_epi8(v[0], v[1]), _mm_unpackhi_epi8(v[0], v[1]));
-        let (t2, t3) = (_mm_unpacklo_epi8(v[2], v[3]), _mm_unpackhi_epi8(v[2], v[3]));
-        let u = [
-            _mm_unpacklo_epi16(t0, t2),
-            _mm_unpackhi_epi16(t0, t2),
-            _mm_unpacklo_epi16(t1, t3),
-            _mm_unpackhi_epi16(t1, t3),
-        ];
-        for (k, x) in u.iter().enumerate() {
-            _mm_storeu_si128(out[4 * k..].as_mut_ptr().cast(), *x);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    for (f, o) in out.iter_mut().enumerate() {
-        *o = u32::from_le_bytes([src[0][f], src[1][f], src[2][f], src[3][f]]) ^ 0x8080_8080;
-    }
 }
 
 /// 24 frames of 4 channels (`src[j][f]`) → per residue `c`, its 4 tiles'

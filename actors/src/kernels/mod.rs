@@ -13,6 +13,7 @@ pub mod cpu;
 pub mod elementwise;
 pub mod error;
 pub mod f32_matvec;
+pub(crate) mod interleave;
 pub mod lstm;
 pub mod matmul;
 pub mod quantize;

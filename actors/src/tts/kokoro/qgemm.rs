@@ -15,6 +15,7 @@ use voxlane_runtime::weights::Buf;
 use voxlane_runtime::Fork;
 
 use crate::kernels::error::{check_len, KernelError};
+use crate::kernels::interleave::interleave4;
 use crate::kernels::matmul::quantize_activations;
 
 /// Output columns per block (one 512-bit register of i32).
@@ -126,32 +127,6 @@ impl QRoute {
             .copied()
             .filter(|&r| r != Self::AvxVnni || f.avx_vnni)
             .collect()
-    }
-}
-
-/// `dst[4j + e] = rows[e][j]` for the 16 columns `j` of four weight rows.
-fn interleave4(rows: [&[i8]; 4], dst: &mut [i8]) {
-    assert!(rows.iter().all(|r| r.len() >= NB) && dst.len() >= 4 * NB);
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of x86-64; the lengths are asserted above.
-    unsafe {
-        use std::arch::x86_64::*;
-        let r: [__m128i; 4] = std::array::from_fn(|e| _mm_loadu_si128(rows[e].as_ptr().cast()));
-        let (a0, a1) = (_mm_unpacklo_epi8(r[0], r[1]), _mm_unpackhi_epi8(r[0], r[1]));
-        let (b0, b1) = (_mm_unpacklo_epi8(r[2], r[3]), _mm_unpackhi_epi8(r[2], r[3]));
-        let out = [
-            _mm_unpacklo_epi16(a0, b0),
-            _mm_unpackhi_epi16(a0, b0),
-            _mm_unpacklo_epi16(a1, b1),
-            _mm_unpackhi_epi16(a1, b1),
-        ];
-        for (i, v) in out.into_iter().enumerate() {
-            _mm_storeu_si128(dst.as_mut_ptr().add(16 * i).cast(), v);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    for (j, d) in dst[..4 * NB].chunks_exact_mut(4).enumerate() {
-        d.copy_from_slice(&[rows[0][j], rows[1][j], rows[2][j], rows[3][j]]);
     }
 }
 
