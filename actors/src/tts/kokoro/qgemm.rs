@@ -900,6 +900,9 @@ mod ymm {
 
     use std::arch::x86_64::*;
 
+    /// Bytes ahead of the weights the first row tile asks for.
+    const WEIGHT_PREFETCH: usize = 4096;
+
     /// [`Epilogue::apply`] compiled for AVX2.
     ///
     /// # Safety
@@ -1017,7 +1020,15 @@ mod ymm {
             let wp = planes.map(|w| w.as_ptr().cast::<u8>().add((block0 + b) * block));
             // Per row: columns 0..8 and 8..16 of the block.
             let mut s = [[_mm256_setzero_si256(); 2]; R];
+            // The first rows bring the chunk's weights in (later rows find
+            // them in cache): ask for them ahead, across 4 KB pages.
+            let ahead = if r0 == 0 { WEIGHT_PREFETCH } else { 0 };
             for q in 0..p.kq / 4 {
+                if ahead > 0 {
+                    for w in wp {
+                        _mm_prefetch::<_MM_HINT_T0>(w.add(q * NB * 4 + ahead) as *const i8);
+                    }
+                }
                 let half = |h: usize| {
                     wp.map(|w| _mm256_loadu_si256(w.add(q * NB * 4 + 32 * h) as *const _))
                 };
