@@ -33,7 +33,7 @@ const PHASES_FORMAT: &str = "voxlane.conv_transpose1d/phases-f32";
 
 /// Version of the packed layouts a cache holds: raise it with any change to
 /// how a route packs, so every older cache is rewritten at once.
-pub const PACK_LAYOUT: u32 = 8;
+pub const PACK_LAYOUT: u32 = 9;
 
 /// Where the bind cache of voxlane weight file `model` lives on this CPU's route.
 pub fn cache_path(model: &Path) -> PathBuf {
@@ -317,9 +317,9 @@ mod tests {
     use crate::kernels::matmul::IntWeights;
 
     /// The packed bytes of every tiles kind this machine can pack, hashed
-    /// (FNV-1a) for [`PACK_LAYOUT`] 8 (5 split the AVX2 GEMM's pairs, 6 keeps
+    /// (FNV-1a) for [`PACK_LAYOUT`] 9 (5 split the AVX2 GEMM's pairs, 6 keeps
     /// many fixes as a plane, 7 packs Winograd F(6,3), 8 F(6,4) where it
-    /// takes fewer multiplies). A cache maps packings written by an
+    /// takes fewer multiplies, 9 splits the AVX2 GEMM's lanes of two groups). A cache maps packings written by an
     /// earlier build: when this fails, a packing changed, so raise
     /// `PACK_LAYOUT` (older caches are then rewritten) and record the new hashes.
     #[test]
@@ -338,13 +338,13 @@ mod tests {
         ];
         // (route, AMX padding, hash) of the int8 GEMM packings.
         const KNOWN_QGEMM: [(QRoute, bool, u64); 4] = [
-            (QRoute::Vnni, false, 0xa91b628ecc891ed7),
-            (QRoute::Vnni, true, 0x0190_c266_e05b_5ad7),
-            (QRoute::AvxVnni, false, 0xa91b628ecc891ed7),
-            (QRoute::Avx2, false, 0xfdf0f3c6c84cf873),
+            (QRoute::Vnni, false, 0x1dd0643ce2f60139),
+            (QRoute::Vnni, true, 0xcd735fe0eeb18939),
+            (QRoute::AvxVnni, false, 0x1dd0643ce2f60139),
+            (QRoute::Avx2, false, 0x0ce5befcc28777c5),
         ];
         assert_eq!(
-            PACK_LAYOUT, 8,
+            PACK_LAYOUT, 9,
             "record the hashes of the new layout version"
         );
         let fnv = |bytes: &[u8]| {
@@ -382,26 +382,35 @@ mod tests {
                 }
             }
         }
-        // Every i8 value in both places of a pair (the AVX2 route's fixes too).
+        // Every i8 value in both places of a pair (the AVX2 route's fixes as
+        // a plane), and small weights with an extreme in 37 (as a list).
         let (k, n) = (70, 50);
-        let w: Vec<i8> = (0..k * n)
+        let even: Vec<i8> = (0..k * n)
             .map(|i| ((i * 131 + 7) % 256) as u8 as i8)
+            .collect();
+        let bell: Vec<i8> = (0..k * n)
+            .map(|i| match i % 37 {
+                0 => 120,
+                1 => -125,
+                _ => (i * 29 % 41) as i8 - 20,
+            })
             .collect();
         for route in QRoute::available() {
             if route == QRoute::Reference {
                 continue;
             }
-            let p = PackedInt8::with_route(k, n, &w, &[0.01], &[3], route).expect("pack");
-            let c = p.cached();
-            let mut bytes = bytemuck_i8(c.data).to_vec();
-            bytes.extend(bytemuck_i8(c.excess));
-            for v in [c.fixes, c.fix_at, c.col_sums, c.kzc] {
-                bytes.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+            let (mut bytes, mut amx) = (Vec::new(), false);
+            for w in [&even, &bell] {
+                let p = PackedInt8::with_route(k, n, w, &[0.01], &[3], route).expect("pack");
+                let c = p.cached();
+                amx = c.dims[2].is_multiple_of(64) && route == QRoute::Vnni;
+                bytes.extend(bytemuck_i8(c.data));
+                bytes.extend(bytemuck_i8(c.excess));
+                for v in [c.fixes, c.fix_at, c.col_sums, c.kzc] {
+                    bytes.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+                }
             }
-            let (got, amx) = (
-                fnv(&bytes),
-                c.dims[2].is_multiple_of(64) && route == QRoute::Vnni,
-            );
+            let got = fnv(&bytes);
             match KNOWN_QGEMM
                 .iter()
                 .find(|(r, a, _)| *r == route && *a == amx)

@@ -93,10 +93,12 @@ pub enum QRoute {
     Vnni,
     /// AVX-VNNI: 256-bit `vpdpbusd` on the same packing, 8 columns at once.
     AvxVnni,
-    /// AVX2: `vpmaddubsw` (u8 × i8, 32 products) then `vpmaddwd` by ones
-    /// on the VNNI packing, exact: each packed weight pair is kept where
-    /// no pair sum saturates i16 and the rest comes back from a short list
-    /// of fixes, or a second plane where they are many (see `split_pairs`).
+    /// AVX2: `vpmaddubsw` (u8 × i8, 32 products) on two K groups at once,
+    /// their sums added in i16, then one `vpmaddwd` by ones, on the VNNI
+    /// packing, exact: each i16 lane's four weights are kept where its sum
+    /// stays inside i16 and the rest comes back from a short list of fixes
+    /// (see `split_lanes`); where those are many, one group at a time, pairs
+    /// split and a second plane (see `split_pairs`).
     Avx2,
     /// The readable tile.
     Reference,
@@ -157,6 +159,88 @@ fn split_pairs(group: &mut [i8], k4: usize, col0: usize, fixes: &mut Vec<i32>) {
             fixes.push(pack_fix(col0 + j, excess));
         }
     }
+}
+
+/// Keep each i16 lane of the AVX2 route's two-group sums inside i16, and
+/// list what was taken off.
+///
+/// `block` is one packed block (`[k4s][16][4]`). Groups `2m` and `2m + 1`
+/// are multiplied by `vpmaddubsw` and added in i16 before widening, so
+/// lane `(column j, pair e)` sums four products, `x·w` over K `4·2m + e`,
+/// `+ 1`, `4·(2m + 1) + e`, `+ 1` (a last odd group: two). Over u8
+/// activations that stays inside i16 while the positive weights and the
+/// negative weights each sum to at most 128 in magnitude (as in
+/// [`split_pairs`], which then holds for each group's pairs too). Where they
+/// exceed it, the largest weights give up the excess, each its own fix
+/// `(k, column in chunk, c)`.
+fn split_lanes(block: &mut [i8], k4s: usize, col0: usize, fixes: &mut Vec<i32>) {
+    for q0 in (0..k4s).step_by(2) {
+        let groups = (k4s - q0).min(2);
+        for j in 0..NB {
+            for e in [0, 2] {
+                // (position in the block, k) of the lane's weights.
+                let mut lane = [(0usize, 0usize); 4];
+                for (i, slot) in lane.iter_mut().take(2 * groups).enumerate() {
+                    let (q, t) = (q0 + i / 2, e + i % 2);
+                    *slot = ((q * NB + j) * 4 + t, 4 * q + t);
+                }
+                let lane = &mut lane[..2 * groups];
+                for sign in [1i32, -1] {
+                    let part = |w: i8| (sign * i32::from(w)).max(0);
+                    let mut excess = lane.iter().map(|&(at, _)| part(block[at])).sum::<i32>() - 128;
+                    // Largest first: the fewest fixes.
+                    lane.sort_by_key(|&(at, _)| std::cmp::Reverse(part(block[at])));
+                    for &(at, k) in lane.iter() {
+                        if excess <= 0 {
+                            break;
+                        }
+                        let take = part(block[at]).min(excess);
+                        // |w| − take keeps the weight's sign: an i8 still.
+                        block[at] = (i32::from(block[at]) - sign * take) as i8;
+                        fixes.push(k as i32);
+                        fixes.push(pack_fix(col0 + j, sign * take));
+                        excess -= take;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The AVX2 route's split of packed `data` (`kq` bytes per column): the
+/// lanes of two groups with a list of fixes, chunk by chunk
+/// ([`split_lanes`]); where those are too many for a list, one group at a
+/// time, pairs split and the fixes as a plane. Returns the fixes, where
+/// each chunk's start and the plane (either the list or the plane is empty).
+fn split_avx2(data: &mut [i8], kq: usize) -> (Vec<i32>, Vec<i32>, Vec<i8>) {
+    let block_len = (kq / 4) * NB * 4;
+    let raw = data.to_vec();
+    let (mut fixes, mut fix_at) = (Vec::new(), vec![0i32]);
+    for (b, block) in data.chunks_exact_mut(block_len).enumerate() {
+        split_lanes(block, kq / 4, (b % TILE_B) * NB, &mut fixes);
+        if b % TILE_B == TILE_B - 1 {
+            fix_at.push((fixes.len() / 2) as i32);
+        }
+    }
+    if fixes.len() / 2 * DENSE_FIXES <= data.len() / 2 {
+        return (fixes, fix_at, Vec::new());
+    }
+    // Many fixes (weights spread evenly over the i8 range, not the
+    // export's): each group's pairs split, the fixes a second plane.
+    data.copy_from_slice(&raw);
+    fixes.clear();
+    fix_at.truncate(1);
+    for (b, block) in data.chunks_exact_mut(block_len).enumerate() {
+        for (k4, group) in block.chunks_exact_mut(NB * 4).enumerate() {
+            split_pairs(group, k4, (b % TILE_B) * NB, &mut fixes);
+        }
+        if b % TILE_B == TILE_B - 1 {
+            fix_at.push((fixes.len() / 2) as i32);
+        }
+    }
+    let plane = fixes_plane(&fixes, &fix_at, kq, data.len());
+    fix_at.fill(0);
+    (Vec::new(), fix_at, plane)
 }
 
 /// Fixes per packed pair past which the AVX2 route keeps them as a second
@@ -306,12 +390,6 @@ impl PackedInt8 {
                         }
                     }
                 }
-                if route == QRoute::Avx2 {
-                    split_pairs(group, k4, (b % TILE_B) * NB, &mut fixes);
-                }
-            }
-            if b % TILE_B == TILE_B - 1 {
-                fix_at.push((fixes.len() / 2) as i32);
             }
         }
         let mut zero: Vec<i32> = (0..n).map(|c| i32::from(zero[at(zero.len(), c)])).collect();
@@ -319,14 +397,12 @@ impl PackedInt8 {
         let mut kzc: Vec<i32> = (0..n)
             .map(|c| (k as i32).wrapping_mul(zero[c]).wrapping_sub(col_sums[c]))
             .collect();
-        // Many fixes (weights spread evenly over the i8 range, not the
-        // export's): a second plane instead of the list.
-        let excess = if fixes.len() / 2 * DENSE_FIXES > np * kq / 2 {
-            let plane = fixes_plane(&fixes, &fix_at, kq, data.len());
-            fixes.clear();
-            fix_at.fill(0);
+        let excess = if route == QRoute::Avx2 {
+            let (list, at, plane) = split_avx2(&mut data, kq);
+            (fixes, fix_at) = (list, at);
             plane
         } else {
+            fix_at.resize(np / CHUNK_COLS + 1, 0);
             Vec::new()
         };
         // Padded columns (never stored) keep the per-column vectors whole blocks.
@@ -931,8 +1007,9 @@ mod ymm {
     }
 
     /// `R` rows × 4 blocks of 16 columns with `vpmaddubsw` (pairs of u8 ×
-    /// i8 into i16, never saturating on the split pairs) and `vpmaddwd` by
-    /// ones (the two pairs of a group into i32), on the VNNI packing.
+    /// i8 into i16) on two K groups, added in i16 (the split lanes keep each
+    /// sum inside i16, see `split_lanes`), then `vpmaddwd` by ones (the two
+    /// pairs into i32): per 8 K and 8 columns three multiplies, not four.
     ///
     /// # Safety
     /// AVX2 must be available; `a` holds rows `r0..r0+R` of `kq` bytes and
@@ -946,9 +1023,51 @@ mod ymm {
         acc: &mut [i32],
     ) {
         let ones = _mm256_set1_epi16(1);
-        tile_with::<R, 1>(p, [&p.data], a, r0, block0, acc, |s, a, [w]| {
-            _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones))
-        });
+        let (block, rows, groups) = (p.kq * NB, a.as_ptr().add(r0 * p.kq), p.kq / 4);
+        let row_group = |r: usize, q: usize| {
+            _mm256_set1_epi32((rows.add(r * p.kq + q * 4) as *const i32).read_unaligned())
+        };
+        for b in 0..TILE_B {
+            let wp = p.data.as_ptr().cast::<u8>().add((block0 + b) * block);
+            let w =
+                |q: usize, h: usize| _mm256_loadu_si256(wp.add(q * NB * 4 + 32 * h) as *const _);
+            let mut s = [[_mm256_setzero_si256(); 2]; R];
+            // As in `tile_with`: the first rows bring the weights in.
+            let ahead = if r0 == 0 { WEIGHT_PREFETCH } else { 0 };
+            let mut q = 0;
+            while q + 2 <= groups {
+                if ahead > 0 {
+                    _mm_prefetch::<_MM_HINT_T0>(wp.add(q * NB * 4 + ahead) as *const i8);
+                    _mm_prefetch::<_MM_HINT_T0>(wp.add(q * NB * 4 + 64 + ahead) as *const i8);
+                }
+                let (w00, w01, w10, w11) = (w(q, 0), w(q, 1), w(q + 1, 0), w(q + 1, 1));
+                for (r, row) in s.iter_mut().enumerate() {
+                    let (a0, a1) = (row_group(r, q), row_group(r, q + 1));
+                    let lo = _mm256_add_epi16(
+                        _mm256_maddubs_epi16(a0, w00),
+                        _mm256_maddubs_epi16(a1, w10),
+                    );
+                    let hi = _mm256_add_epi16(
+                        _mm256_maddubs_epi16(a0, w01),
+                        _mm256_maddubs_epi16(a1, w11),
+                    );
+                    row[0] = _mm256_add_epi32(row[0], _mm256_madd_epi16(lo, ones));
+                    row[1] = _mm256_add_epi32(row[1], _mm256_madd_epi16(hi, ones));
+                }
+                q += 2;
+            }
+            if q < groups {
+                // An odd last group on its own.
+                let (w0, w1) = (w(q, 0), w(q, 1));
+                for (r, row) in s.iter_mut().enumerate() {
+                    let av = row_group(r, q);
+                    let dot = |w| _mm256_madd_epi16(_mm256_maddubs_epi16(av, w), ones);
+                    row[0] = _mm256_add_epi32(row[0], dot(w0));
+                    row[1] = _mm256_add_epi32(row[1], dot(w1));
+                }
+            }
+            store(&s, b, acc);
+        }
     }
 
     /// [`tile_avx2`], or [`tile_avx2_planes`] where the fixes are a plane.
@@ -1255,6 +1374,60 @@ mod tests {
         let (few, many) = (pack(&few).expect("pack"), pack(&many).expect("pack"));
         assert_eq!((few.fixes.len() / 2, few.excess.len()), (n, 0));
         assert_eq!((many.fixes.len(), many.excess.len()), (0, many.data.len()));
+    }
+
+    #[test]
+    fn split_lanes_keep_every_sum_in_i16_and_give_the_weights_back() {
+        // Three groups (two summed, one alone) of 16 columns, chunk columns 32–47.
+        let k4s = 3;
+        let mut state = 7u64;
+        let mut fixes = Vec::new();
+        for trial in 0..3000 {
+            let block: Vec<i8> = (0..k4s * NB * 4)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let v = (state >> 33) as u32;
+                    match trial % 3 {
+                        0 => v as u8 as i8,
+                        1 => (if v & 1 == 0 { 127 } else { -128 }) as i8,
+                        _ => ((v >> 8) % 81) as i8 - 40,
+                    }
+                })
+                .collect();
+            let mut split = block.clone();
+            fixes.clear();
+            split_lanes(&mut split, k4s, 32, &mut fixes);
+            let mut back: Vec<i32> = split.iter().map(|&v| i32::from(v)).collect();
+            for f in fixes.chunks_exact(2) {
+                let (k, (j, c)) = (f[0] as usize, unpack_fix(f[1]));
+                assert!((32..48).contains(&j) && k < 4 * k4s && c != 0 && c.abs() <= 128);
+                back[((k / 4) * NB + j - 32) * 4 + k % 4] += c;
+            }
+            let want: Vec<i32> = block.iter().map(|&v| i32::from(v)).collect();
+            assert_eq!(back, want, "trial {trial}");
+            // Each lane's extremes over u8 activations: 255 × its positive and
+            // negative parts; lanes already inside keep their weights.
+            for j in 0..NB {
+                for e in [0, 2] {
+                    for q0 in [0, 2] {
+                        let ks: Vec<usize> = (q0..(q0 + 2).min(k4s))
+                            .flat_map(|q| [(q * NB + j) * 4 + e, (q * NB + j) * 4 + e + 1])
+                            .collect();
+                        let part = |v: &[i8], sign: i32| -> i32 {
+                            ks.iter().map(|&i| (sign * i32::from(v[i])).max(0)).sum()
+                        };
+                        for sign in [1, -1] {
+                            assert!(255 * part(&split, sign) <= 32767, "trial {trial}");
+                            if part(&block, sign) <= 128 {
+                                assert_eq!(part(&split, sign), part(&block, sign));
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
