@@ -66,6 +66,11 @@ const BLOCK_GROUP: usize = 8;
 /// L2, where the units' re-reads come from memory. Below it the unit-major
 /// order wins (measured: 256 channels k3, 1 MB, 2 lanes: 5% slower weight-major).
 const WEIGHT_MAJOR_BYTES: usize = 2 << 20;
+
+/// Bytes ahead of their reads the tiles ask for weights, on the pass that
+/// brings a block's weights in: hardware prefetchers stop at 4 KB pages
+/// (measured on the decoder's convs, weights cold: 2–4 KB alike, 8 KB worse).
+const WEIGHT_PREFETCH: usize = 4096;
 /// Parallel units a dense conv aims for, splitting its output channels when
 /// it has fewer time chunks than this.
 const MIN_UNITS: usize = 8;
@@ -1499,6 +1504,8 @@ impl Dense<'_> {
                     let n = TILE.min(t1 - t);
                     // Whole 16-frame vectors: stays inside the packed rows (see pack_row).
                     assert!(x.len() >= x_need + 4 * (t + n.div_ceil(16) * 16));
+                    // The block's first frames bring its weights in.
+                    let ahead = if t == t0 { WEIGHT_PREFETCH } else { 0 };
                     tile(
                         self.route,
                         x,
@@ -1508,6 +1515,7 @@ impl Dense<'_> {
                         self.tap_off,
                         t,
                         n,
+                        ahead,
                         &mut acc,
                     );
                     let rows = acc.iter_mut().take(rows).map(|a| &mut a[..]);
@@ -1686,6 +1694,8 @@ impl Dense<'_> {
                         assert!(
                             x.len() >= (kcs * 16 - 1) * self.cb_stride + max_off + 4 * (t + AMX_T)
                         );
+                        // The block's first frames bring its weights in.
+                        let ahead = if t == t0 { WEIGHT_PREFETCH } else { 0 };
                         // SAFETY: reads checked above; `w` holds kcs·k tile pairs.
                         unsafe {
                             x86::tile_amx(
@@ -1694,6 +1704,7 @@ impl Dense<'_> {
                                 kcs,
                                 self.cb_stride,
                                 self.tap_off,
+                                ahead,
                                 &mut acc,
                             )
                         };
@@ -1757,7 +1768,8 @@ fn finish(
 }
 
 /// `acc[r][i] = Σ_{cb,k,j} x[cb][tap k][t + i][j] · w[cb][k][r][j]` for `i < n`
-/// (rounded up to whole vectors), `x` being one group's packed input.
+/// (rounded up to whole vectors), `x` being one group's packed input; the
+/// SIMD routes ask for weights `ahead` bytes ahead (0: none).
 #[allow(clippy::too_many_arguments)]
 fn tile(
     route: IntRoute,
@@ -1768,6 +1780,7 @@ fn tile(
     tap_off: &[usize],
     t: usize,
     n: usize,
+    ahead: usize,
     acc: &mut [[i32; TILE]; MR],
 ) {
     let width = if route == IntRoute::Avx2 { 2 } else { 1 };
@@ -1779,10 +1792,10 @@ fn tile(
         IntRoute::Vnni => unsafe {
             let xp = x.as_ptr().add(4 * t);
             match n.div_ceil(16) {
-                1 => x86::tile_vnni::<1>(xp, w.as_ptr(), cbs, cb_stride, tap_off, acc),
-                2 => x86::tile_vnni::<2>(xp, w.as_ptr(), cbs, cb_stride, tap_off, acc),
-                3 => x86::tile_vnni::<3>(xp, w.as_ptr(), cbs, cb_stride, tap_off, acc),
-                _ => x86::tile_vnni::<4>(xp, w.as_ptr(), cbs, cb_stride, tap_off, acc),
+                1 => x86::tile_vnni::<1>(xp, w.as_ptr(), cbs, cb_stride, tap_off, ahead, acc),
+                2 => x86::tile_vnni::<2>(xp, w.as_ptr(), cbs, cb_stride, tap_off, ahead, acc),
+                3 => x86::tile_vnni::<3>(xp, w.as_ptr(), cbs, cb_stride, tap_off, ahead, acc),
+                _ => x86::tile_vnni::<4>(xp, w.as_ptr(), cbs, cb_stride, tap_off, ahead, acc),
             }
         },
         #[cfg(target_arch = "x86_64")]
@@ -1796,6 +1809,7 @@ fn tile(
                 cb_stride,
                 tap_off,
                 n,
+                ahead,
                 acc,
             )
         },
@@ -1809,6 +1823,7 @@ fn tile(
                 cb_stride,
                 tap_off,
                 n,
+                ahead,
                 acc,
             )
         },
@@ -1918,13 +1933,9 @@ fn quantize_slice(route: IntRoute, aq: ActivationQuant, x: &[f32], dst: &mut [u8
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Conv1dInt8, Sink, MR, TILE};
+    use super::{Conv1dInt8, Sink, MR, TILE, WEIGHT_PREFETCH};
     use crate::kernels::amx;
     use std::arch::x86_64::*;
-
-    /// Bytes ahead of the weights the Winograd tile asks for (measured on
-    /// the decoder's convs: 2–4 KB alike, 8 KB worse).
-    const WEIGHT_PREFETCH: usize = 4096;
 
     /// `acc[c][f] = Σ_{kc, tap} w · x` for 32 channels × 32 frames on AMX
     /// tiles (i8 weights × u8 inputs).
@@ -1940,6 +1951,7 @@ mod x86 {
         kcs: usize,
         cb_stride: usize,
         tap_off: &[usize],
+        ahead: usize,
         acc: &mut amx::Acc,
     ) {
         amx::zero();
@@ -1947,6 +1959,12 @@ mod x86 {
         for kc in 0..kcs {
             let xc = x.wrapping_add(16 * kc * cb_stride);
             for &off in tap_off {
+                if ahead > 0 {
+                    // The tile pair's 2 KiB, `ahead` bytes on.
+                    for line in (0..2048).step_by(64) {
+                        _mm_prefetch::<_MM_HINT_T0>(wp.wrapping_add(ahead + line));
+                    }
+                }
                 let b0 = xc.wrapping_add(off);
                 amx::step_su(
                     wp,
@@ -1969,12 +1987,14 @@ mod x86 {
     /// input: every `x + cb·cb_stride + off + 64·NV` (cb < cbs, off in
     /// `tap_off`) must be readable, and `w` must hold `cbs·taps·MR·4` weights.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn tile_vnni<const NV: usize>(
         x: *const u8,
         w: *const i8,
         cbs: usize,
         cb_stride: usize,
         tap_off: &[usize],
+        ahead: usize,
         acc: &mut [[i32; TILE]; MR],
     ) {
         // Constant-index loops only: keeps the MR × NV accumulators in registers.
@@ -1984,6 +2004,9 @@ mod x86 {
             let xc = x.wrapping_add(cb * cb_stride);
             for &off in tap_off {
                 let xr = xc.wrapping_add(off);
+                if ahead > 0 {
+                    _mm_prefetch::<_MM_HINT_T0>(wp.wrapping_add(ahead));
+                }
                 let mut xv = [_mm512_setzero_si512(); NV];
                 #[allow(clippy::needless_range_loop)]
                 for j in 0..NV {
@@ -2013,6 +2036,7 @@ mod x86 {
     /// # Safety
     /// Needs AVX2 + AVX-VNNI; reads as [`tile_vnni`] for `⌈n/16⌉` 16-frame vectors.
     #[target_feature(enable = "avx2,avxvnni")]
+    #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn tile_avx_vnni(
         x: *const u8,
         w: *const i8,
@@ -2020,6 +2044,7 @@ mod x86 {
         cb_stride: usize,
         tap_off: &[usize],
         n: usize,
+        ahead: usize,
         acc: &mut [[i32; TILE]; MR],
     ) {
         let mut t = 0;
@@ -2028,12 +2053,17 @@ mod x86 {
             let mut lo = [_mm256_setzero_si256(); MR];
             let mut hi = [_mm256_setzero_si256(); MR];
             let mut wp = w;
+            // The first 16 frames bring the weights in.
+            let ahead = if t == 0 { ahead } else { 0 };
             for cb in 0..cbs {
                 let xc = x.wrapping_add(cb * cb_stride + 4 * t);
                 for &off in tap_off {
                     let xr = xc.wrapping_add(off);
                     let xl = _mm256_loadu_si256(xr as *const _);
                     let xh = _mm256_loadu_si256(xr.wrapping_add(32) as *const _);
+                    if ahead > 0 {
+                        _mm_prefetch::<_MM_HINT_T0>(wp.wrapping_add(ahead));
+                    }
                     #[allow(clippy::needless_range_loop)]
                     for r in 0..MR {
                         let w4 = (wp.wrapping_add(4 * r) as *const i32).read_unaligned();
@@ -2060,6 +2090,7 @@ mod x86 {
     /// # Safety
     /// Needs AVX2; reads as [`tile_vnni`] for `⌈n/8⌉` 8-frame vectors.
     #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn tile_avx2<const N: usize>(
         x: *const u8,
         w: *const i8,
@@ -2067,6 +2098,7 @@ mod x86 {
         cb_stride: usize,
         tap_off: &[usize],
         n: usize,
+        ahead: usize,
         acc: &mut [[i32; N]; MR],
     ) {
         let mut t = 0;
@@ -2075,8 +2107,8 @@ mod x86 {
             let mut lo = [_mm256_setzero_si256(); MR];
             let mut hi = [_mm256_setzero_si256(); MR];
             let mut wp = w;
-            // As in `tile_avx2_run`: the first 8 frames bring the weights in.
-            let ahead = if t == 0 { WEIGHT_PREFETCH } else { 0 };
+            // The first 8 frames bring the weights in.
+            let ahead = if t == 0 { ahead } else { 0 };
             for cb in 0..cbs {
                 let xc = x.wrapping_add(cb * cb_stride + 4 * t);
                 for &off in tap_off {
