@@ -6,7 +6,9 @@
 //! horizontal reductions (the dot-product layout of
 //! [`crate::kernels::matmul`] needs one per output). Integer arithmetic is
 //! exact modulo 2³², so the result equals [`crate::kernels::matmul`]'s bit
-//! for bit; machines without AVX-512 VNNI use that kernel instead.
+//! for bit. The 256-bit routes run the same packing (AVX-VNNI's
+//! `vpdpbusd`, or AVX2's `vpmaddubsw` on split weights, see [`QRoute`]);
+//! machines without AVX2 use that kernel instead.
 //!
 //! `acc[m, n] = Σ_k (qa − za)(w − zw[n]) = Σ qa·w − za·Σw[n] − zw[n]·Σqa + K·za·zw[n]`,
 //! then `out = acc · (a_scale · w_scale[n]) + bias[n]` (the export's formula).
