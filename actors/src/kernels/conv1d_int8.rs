@@ -1783,6 +1783,9 @@ fn tile(
     ahead: usize,
     acc: &mut [[i32; TILE]; MR],
 ) {
+    // Only the x86 routes prefetch.
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = ahead;
     let width = if route == IntRoute::Avx2 { 2 } else { 1 };
     assert!(w.len() >= cbs * tap_off.len() * MR * 4 * width);
     match route {
