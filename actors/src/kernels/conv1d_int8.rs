@@ -43,6 +43,7 @@ use super::cpu::{self, simd_level, SimdLevel};
 use super::error::{check_len, KernelError};
 use super::matmul::{quantize_activations, ActivationQuant, IntWeights};
 use super::quantize;
+use super::WEIGHT_PREFETCH;
 use voxlane_runtime::memory::grow;
 use voxlane_runtime::weights::Buf;
 
@@ -67,10 +68,6 @@ const BLOCK_GROUP: usize = 8;
 /// order wins (measured: 256 channels k3, 1 MB, 2 lanes: 5% slower weight-major).
 const WEIGHT_MAJOR_BYTES: usize = 2 << 20;
 
-/// Bytes ahead of their reads the tiles ask for weights, on the pass that
-/// brings a block's weights in: hardware prefetchers stop at 4 KB pages
-/// (measured on the decoder's convs, weights cold: 2–4 KB alike, 8 KB worse).
-const WEIGHT_PREFETCH: usize = 4096;
 /// Parallel units a dense conv aims for, splitting its output channels when
 /// it has fewer time chunks than this.
 const MIN_UNITS: usize = 8;

@@ -22,3 +22,9 @@ pub mod sgemm;
 pub(crate) mod test_rng;
 
 pub use error::KernelError;
+
+/// Bytes ahead of their reads the int8 tiles ask for weights, on the pass
+/// that brings a block's weights in: hardware prefetchers stop at 4 KB
+/// pages (measured on Kokoro's decoder convs, weights cold: 2–4 KB alike,
+/// 8 KB worse).
+pub(crate) const WEIGHT_PREFETCH: usize = 4096;

@@ -976,10 +976,8 @@ mod vnni {
 mod ymm {
     use super::{Epilogue, PackedInt8, CHUNK_COLS, NB, TILE_B};
 
+    use crate::kernels::WEIGHT_PREFETCH;
     use std::arch::x86_64::*;
-
-    /// Bytes ahead of the weights the first row tile asks for.
-    const WEIGHT_PREFETCH: usize = 4096;
 
     /// [`Epilogue::apply`] compiled for AVX2.
     ///
@@ -1039,8 +1037,10 @@ mod ymm {
             let mut q = 0;
             while q + 2 <= groups {
                 if ahead > 0 {
-                    _mm_prefetch::<_MM_HINT_T0>(wp.add(q * NB * 4 + ahead) as *const i8);
-                    _mm_prefetch::<_MM_HINT_T0>(wp.add(q * NB * 4 + 64 + ahead) as *const i8);
+                    _mm_prefetch::<_MM_HINT_T0>(wp.wrapping_add(q * NB * 4 + ahead) as *const i8);
+                    _mm_prefetch::<_MM_HINT_T0>(
+                        wp.wrapping_add(q * NB * 4 + 64 + ahead) as *const i8
+                    );
                 }
                 let (w00, w01, w10, w11) = (w(q, 0), w(q, 1), w(q + 1, 0), w(q + 1, 1));
                 for (r, row) in s.iter_mut().enumerate() {
@@ -1147,7 +1147,7 @@ mod ymm {
             for q in 0..p.kq / 4 {
                 if ahead > 0 {
                     for w in wp {
-                        _mm_prefetch::<_MM_HINT_T0>(w.add(q * NB * 4 + ahead) as *const i8);
+                        _mm_prefetch::<_MM_HINT_T0>(w.wrapping_add(q * NB * 4 + ahead) as *const i8);
                     }
                 }
                 let half = |h: usize| {
