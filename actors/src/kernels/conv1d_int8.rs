@@ -1238,32 +1238,11 @@ impl Conv1dInt8 {
         for u0 in (0..geo.units()).step_by(geo.batch_units) {
             let units = (geo.units() - u0).min(geo.batch_units);
             let buf = &mut ps.transformed[al..][..units * ul];
-            if weight_major && units > 1 {
-                // Transform the batch, then each claim takes one group of
-                // output blocks through every unit, its weights read from
-                // memory once (measured, capped to AVX2, 1024 channels, 144
-                // frames, weights cold: 1 lane 6.9 → 5.6 ms, 2 lanes 3.3 →
-                // 3.0 ms; 500 frames 19.4 → 15.1 ms).
-                pool.for_each_chunk_mut(buf, ul, |u, v| {
-                    winograd::transform_unit(&geo, phases, (u0 + u) * winograd::UNIT_Q, v)
-                })?;
-                let v = &*buf;
-                pool.for_each_chunk(blocks.div_ceil(BLOCK_GROUP), 1, |groups| {
-                    for g in groups {
-                        let range = g * BLOCK_GROUP..((g + 1) * BLOCK_GROUP).min(blocks);
-                        for unit in 0..units {
-                            ctx.winograd_unit(
-                                &geo,
-                                &v[unit * ul..][..ul],
-                                u0 + unit,
-                                range.clone(),
-                            );
-                        }
-                    }
-                })?;
-                continue;
-            }
-            if threads == 1 || units >= winograd::UNITS_PER_LANE * threads {
+            // A weight-major batch of several units, like one with too few
+            // units for the lanes, is transformed first, then multiplied.
+            let weight_major = weight_major && units > 1;
+            let own_units = threads == 1 || units >= winograd::UNITS_PER_LANE * threads;
+            if own_units && !weight_major {
                 // Each unit transformed and multiplied by the lane that
                 // claims it: no barrier between, no tile read across cores.
                 pool.for_each_chunk_mut(buf, ul, |u, v| {
@@ -1272,16 +1251,31 @@ impl Conv1dInt8 {
                 })?;
                 continue;
             }
-            // Too few units for the lanes: transform them, then split their
-            // output blocks too (integer sums are exact, so any split gives
-            // the same bits).
             pool.for_each_chunk_mut(buf, ul, |u, v| {
                 winograd::transform_unit(&geo, phases, (u0 + u) * winograd::UNIT_Q, v)
             })?;
+            let v = &*buf;
+            if weight_major {
+                // Each claim takes one group of output blocks through every
+                // unit, its weights read from memory once (measured, capped
+                // to AVX2, 1024 channels, 144 frames, weights cold: 1 lane
+                // 6.9 → 5.6 ms, 2 lanes 3.3 → 3.0 ms; 500 frames 19.4 → 15.1 ms).
+                pool.for_each_chunk(blocks.div_ceil(BLOCK_GROUP), 1, |groups| {
+                    for g in groups {
+                        let range = g * BLOCK_GROUP..((g + 1) * BLOCK_GROUP).min(blocks);
+                        for unit in 0..units {
+                            let v = &v[unit * ul..][..ul];
+                            ctx.winograd_unit(&geo, v, u0 + unit, range.clone());
+                        }
+                    }
+                })?;
+                continue;
+            }
+            // Too few units for the lanes: split their output blocks too
+            // (integer sums are exact, so any split gives the same bits).
             let parts = (4 * threads).div_ceil(units).clamp(1, blocks);
             let per_part = blocks.div_ceil(parts);
             let parts = blocks.div_ceil(per_part);
-            let v = &*buf;
             pool.for_each_chunk(units * parts, 1, |us| {
                 for u in us {
                     let (unit, part) = (u / parts, u % parts);
